@@ -1,0 +1,51 @@
+# shellcheck shell=bash
+# scripts/ensure_deps.sh — sourced by scripts/test, scripts/demo and .ci/run.
+#
+# collcomm_ensure_deps [--build | --tests]: installs, with apt-get (through sudo when not root), the Debian
+# packages the build needs and that are missing: cmake, ninja-build, g++ (and doctest-dev with
+# --tests). The CUDA toolkit (headers and CCCL only; no GPU needed) must already be installed: it is
+# looked for on PATH, in $CUDAToolkit_ROOT and in /usr/local/cuda.
+
+collcomm_have_doctest() {
+  local d
+  for d in /usr/lib/cmake/doctest /usr/local/lib/cmake/doctest /usr/lib/x86_64-linux-gnu/cmake/doctest \
+           /usr/local/share/doctest /usr/share/doctest; do
+    [[ -f "$d/doctestConfig.cmake" ]] && return 0
+  done
+  return 1
+}
+
+collcomm_ensure_deps() {
+  local want_tests=0 missing=()
+  [[ "${1:-}" == "--tests" ]] && want_tests=1
+  command -v cmake >/dev/null 2>&1 || missing+=(cmake)
+  command -v ninja >/dev/null 2>&1 || missing+=(ninja-build)
+  command -v g++ >/dev/null 2>&1 || missing+=(g++)
+  if (( want_tests )) && ! collcomm_have_doctest; then missing+=(doctest-dev); fi
+
+  if (( ${#missing[@]} )); then
+    echo "collcomm: installing missing packages: ${missing[*]}"
+    if ! command -v apt-get >/dev/null 2>&1; then
+      echo "collcomm: no apt-get here; please install ${missing[*]} (CMake >= 3.25) yourself" >&2
+      return 1
+    fi
+    local sudo=()
+    if [[ "$(id -u)" != 0 ]]; then
+      command -v sudo >/dev/null 2>&1 || { echo "collcomm: need root or sudo to install ${missing[*]}" >&2; return 1; }
+      sudo=(sudo)
+    fi
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  fi
+
+  # CMake's FindCUDAToolkit looks on PATH and in /usr/local/cuda; say so early when neither has it.
+  if ! command -v nvcc >/dev/null 2>&1 && [[ -z "${CUDAToolkit_ROOT:-}" ]]; then
+    if [[ -x /usr/local/cuda/bin/nvcc ]]; then
+      export CUDAToolkit_ROOT=/usr/local/cuda
+    else
+      echo "collcomm: the CUDA toolkit (12.x or 13.x) is needed for its headers and CCCL, and was not found" >&2
+      echo "          on PATH or in /usr/local/cuda; set CUDAToolkit_ROOT to where it is installed." >&2
+      return 1
+    fi
+  fi
+}

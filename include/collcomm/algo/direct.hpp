@@ -1,0 +1,66 @@
+// collcomm/algo/direct.hpp — reduce_scatter, all_gather and all_to_all over load/store
+// transports: each rank pulls what it needs straight from its peers' buffers, between a barrier
+// that says every input is ready and one that keeps every rank in the call until its peers have
+// finished reading it. No FIFO, no intermediate hops: each element crosses one link once.
+//
+// Reads per rank: reduce_scatter and all_gather (n-1) * count, all_to_all (n-1) * count.
+// In place (kinds.hpp): reduce_scatter's output is the rank's own input block r, which only this
+// rank reads; all_gather's input is the rank's own output block r, which peers read during the
+// call — so that block's identity copy is made after the last barrier, when no peer reads it.
+#pragma once
+
+#include <collcomm/algo/primitives.hpp>
+
+COLLCOMM_NAMESPACE_BEGIN
+namespace algo {
+
+struct direct {
+  static constexpr const char* name = "direct";
+  static constexpr bool needs_direct = true;
+
+  // out[i] = ⊕ over ranks q, in rank order, of q's input[r * count + i].
+  template <class P>
+  COLLCOMM_HD static void run(kind::reduce_scatter, P& p, const coll_args& a) {
+    const range mine = channel_range(a.count, a.channel, a.nchannels, p.align_elems());
+    if (mine.size == 0) return;
+    const index_t base = static_cast<index_t>(a.rank) * a.count;
+    p.barrier();
+    p.direct_reduce_copy(in(base + mine.begin), out(mine.begin), mine.size, true);
+    p.barrier();
+  }
+
+  // out[s * count + i] = rank s's input[i].
+  template <class P>
+  COLLCOMM_HD static void run(kind::all_gather, P& p, const coll_args& a) {
+    const int n = a.nranks, r = a.rank;
+    const range mine = channel_range(a.count, a.channel, a.nchannels, p.align_elems());
+    if (mine.size == 0) return;
+    auto blk = [&](int s) { return static_cast<index_t>(s) * a.count + mine.begin; };
+    p.barrier();
+    for (int k = 1; k < n; ++k) {
+      const int s = mod(r + k, n);
+      p.direct_copy(s, in(mine.begin), out(blk(s)), mine.size);
+    }
+    p.barrier();
+    p.copy(in(mine.begin), out(blk(r)), mine.size);
+  }
+
+  // out[s * count + i] = rank s's input[r * count + i].
+  template <class P>
+  COLLCOMM_HD static void run(kind::all_to_all, P& p, const coll_args& a) {
+    const int n = a.nranks, r = a.rank;
+    const range mine = channel_range(a.count, a.channel, a.nchannels, p.align_elems());
+    if (mine.size == 0) return;
+    auto blk = [&](int s) { return static_cast<index_t>(s) * a.count + mine.begin; };
+    p.copy(in(blk(r)), out(blk(r)), mine.size);
+    p.barrier();
+    for (int k = 1; k < n; ++k) {
+      const int s = mod(r + k, n);
+      p.direct_copy(s, in(blk(r)), out(blk(s)), mine.size);
+    }
+    p.barrier();
+  }
+};
+
+}  // namespace algo
+COLLCOMM_NAMESPACE_END

@@ -1,0 +1,36 @@
+// collcomm/algo/one_shot.hpp — one-shot all_reduce over load/store transports: every rank reads
+// every peer's whole input and reduces it into its own output. One step, no FIFO: the lowest
+// latency for small messages (vLLM, TensorRT-LLM and MSCCL++ use it up to ~256 KB on 8 GPUs),
+// at the cost of (n-1) * count elements read per rank.
+//
+// barrier (every input is ready); direct_reduce_copy of this channel's share from all ranks, in
+// rank order, into this rank's output, finalized; barrier (no rank leaves while a peer reads).
+// Every rank reduces in the same order, so all ranks end with bitwise identical results.
+//
+// NOT in-place safe: in place, a rank overwrites its input while its peers may still be reading
+// it, and no ordering of one-shot's reads and writes can avoid that without a scratch buffer
+// (every rank must both read element x of every input and write element x of its own). Use
+// two_shot for in-place calls; the symbolic verifier reports the race if one_shot is run in place.
+#pragma once
+
+#include <collcomm/algo/primitives.hpp>
+
+COLLCOMM_NAMESPACE_BEGIN
+namespace algo {
+
+struct one_shot {
+  static constexpr const char* name = "one_shot";
+  static constexpr bool needs_direct = true;
+
+  template <class P>
+  COLLCOMM_HD static void run(kind::all_reduce, P& p, const coll_args& a) {
+    const range mine = channel_range(a.count, a.channel, a.nchannels, p.align_elems());
+    if (mine.size == 0) return;  // the same on every rank: no barrier is skipped on one side only
+    p.barrier();
+    p.direct_reduce_copy(in(mine.begin), out(mine.begin), mine.size, true);
+    p.barrier();
+  }
+};
+
+}  // namespace algo
+COLLCOMM_NAMESPACE_END

@@ -1,0 +1,363 @@
+// collcomm/collectives.hpp — the host API: one blocking function per collective kind.
+//
+// Each function is a template over the algorithm (first template argument, with a default), the
+// transport (from the communicator), the element type (from the pointers) and the op (from the
+// argument). It checks the composition at compile time (check_composition: a static_assert that
+// names the wrong axis and the fix), checks its arguments on this rank, then runs the schedule on
+// this rank through communicator<Tr>::run. Every rank of the communicator calls the same
+// collectives in the same order with the same count, root, op and element type.
+//
+// Buffers (elements; n = comm.size(); see the table in kinds.hpp):
+//   all_reduce      send count          recv count           in place: send == recv
+//   reduce_scatter  send n*recvcount    recv recvcount       in place: recv == send + rank*recvcount
+//   all_gather      send sendcount      recv n*sendcount     in place: send == recv + rank*sendcount
+//   broadcast       send count (root)   recv count           in place: send == recv (root)
+//   reduce          send count          recv count (root)    in place: send == recv (root)
+//   all_to_all      send n*count        recv n*count         never in place
+//   gather          send count          recv n*count (root)  in place: send == recv + root*count (root)
+//   scatter         send n*count (root) recv count           in place: recv == send + root*count (root)
+//   send_recv       send count          recv count           never in place; either peer may be no_peer
+// A buffer marked (root) is ignored, and may be null, on the other ranks; so is send_recv's send
+// when send_peer == no_peer, and its recv when recv_peer == no_peer.
+//
+// Bad input throws collcomm::error(errc::invalid_argument) whose message names the argument and
+// the rank, before any data moves (the output is untouched): a null or misaligned buffer that is
+// significant and non-empty; count * sizeof(T) (or n * count * sizeof(T)) past PTRDIFF_MAX; root
+// or a peer out of range; send and recv overlapping other than in the in-place position. Only the
+// rank that passed it throws: its peers then fail with errc::timeout when their waits run out
+// (host executor), so check arguments that every rank computes alike before calling.
+//
+// Example (host executor):
+//   collcomm::host::world w(4);
+//   collcomm::host::run_ranks(w, [&](collcomm::communicator<collcomm::transport::host_shm>& comm) {
+//     collcomm::all_reduce(comm, send[comm.rank()], recv[comm.rank()], count);              // ring, sum
+//     collcomm::all_reduce<collcomm::algo::tree>(comm, buf, buf, count, collcomm::op::max{}); // in place
+//   });
+#pragma once
+
+#include <collcomm/algo/ring.hpp>
+#include <collcomm/communicator.hpp>
+#include <collcomm/compose.hpp>
+#include <collcomm/config.hpp>
+#include <collcomm/error.hpp>
+#include <collcomm/kinds.hpp>
+#include <collcomm/ops.hpp>
+#include <collcomm/types.hpp>
+
+#if __has_include(<collcomm/algo/pairwise.hpp>)
+#include <collcomm/algo/pairwise.hpp>
+#define COLLCOMM_HAS_PAIRWISE 1
+#endif
+#if __has_include(<collcomm/algo/linear.hpp>)
+#include <collcomm/algo/linear.hpp>
+#define COLLCOMM_HAS_LINEAR 1
+#endif
+#if __has_include(<collcomm/algo/p2p.hpp>)
+#include <collcomm/algo/p2p.hpp>
+#define COLLCOMM_HAS_P2P 1
+#endif
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+COLLCOMM_NAMESPACE_BEGIN
+
+namespace detail {
+
+inline std::string address_text(const void* p) {
+  static constexpr char digits[] = "0123456789abcdef";
+  auto v = reinterpret_cast<std::uintptr_t>(p);
+  std::string s;
+  do {
+    s.insert(s.begin(), digits[v % 16]);
+    v /= 16;
+  } while (v != 0);
+  return "0x" + s;
+}
+
+// The argument checks of one call on one rank. Each check throws errc::invalid_argument with a
+// message naming the argument and the rank ("collcomm: all_gather on rank 2: argument 'recv' ...").
+template <class T>
+class arg_checker {
+ public:
+  arg_checker(const char* what, int rank, int nranks) : what_(what), rank_(rank), nranks_(nranks) {}
+
+  [[noreturn]] void bad(const std::string& msg) const { fail(errc::invalid_argument, what_, rank_, msg); }
+
+  // blocks * count elements, checked so that the bytes fit a ptrdiff_t (pointer arithmetic on the
+  // buffer is defined).
+  index_t elems(const char* count_name, index_t count, int blocks = 1) const {
+    const index_t b = static_cast<index_t>(blocks);
+    const index_t max_elems = static_cast<index_t>(PTRDIFF_MAX) / sizeof(T);
+    if (count > max_elems / b)
+      bad("argument '" + std::string(count_name) + "' = " + std::to_string(count) + " is too large: " +
+          (blocks > 1 ? std::to_string(blocks) + " ranks * " : std::string()) + count_name + " * sizeof(" +
+          element_name<T> + ") exceeds PTRDIFF_MAX bytes");
+    return b * count;
+  }
+
+  // 0 <= value < nranks.
+  void rank_arg(const char* name, int value) const {
+    if (value < 0 || value >= nranks_)
+      bad("argument '" + std::string(name) + "' = " + std::to_string(value) + " is out of range [0, " +
+          std::to_string(nranks_) + ")");
+  }
+
+  // A peer: no_peer where allowed, else in range; self only where allowed.
+  void peer_arg(const char* name, int value, bool allow_none, bool allow_self) const {
+    if (value == no_peer && allow_none) return;
+    if (value < 0 || value >= nranks_)
+      bad("argument '" + std::string(name) + "' = " + std::to_string(value) + " is out of range [0, " +
+          std::to_string(nranks_) + ")" + (allow_none ? " and is not collcomm::no_peer (-1)" : ""));
+    if (value == rank_ && !allow_self)
+      bad("argument '" + std::string(name) + "' = " + std::to_string(value) +
+          " is this rank: a blocking send or receive with oneself cannot complete; use send_recv");
+  }
+
+  // A buffer of `elems` significant elements: when elems > 0 it must be non-null and aligned.
+  void buffer(const char* name, const void* p, index_t elems, const char* count_name, index_t count) const {
+    if (elems == 0) return;
+    if (p == nullptr)
+      bad("argument '" + std::string(name) + "' is null while " + count_name + " = " + std::to_string(count) + " > 0");
+    if (reinterpret_cast<std::uintptr_t>(p) % alignof(T) != 0)
+      bad("argument '" + std::string(name) + "' = " + address_text(p) + " is not aligned to alignof(" +
+          element_name<T> + ") = " + std::to_string(alignof(T)) + " bytes");
+  }
+
+  // send [s, s + s_elems) and recv [r, r + r_elems) must not overlap, except when in_place_allowed
+  // and r == s + delta (elements; the in-place position), described by `rule`.
+  void overlap(const T* s, index_t s_elems, const T* r, index_t r_elems, bool in_place_allowed, std::ptrdiff_t delta,
+               const char* rule) const {
+    if (s_elems == 0 || r_elems == 0 || s == nullptr || r == nullptr) return;
+    const auto sa = reinterpret_cast<std::uintptr_t>(s), ra = reinterpret_cast<std::uintptr_t>(r);
+    const std::uintptr_t se = sa + s_elems * sizeof(T), re = ra + r_elems * sizeof(T);
+    if (!(sa < re && ra < se)) return;
+    if (in_place_allowed && ra == sa + static_cast<std::uintptr_t>(delta) * sizeof(T)) return;
+    const std::string ranges = "'send' = [" + address_text(s) + ", +" + std::to_string(s_elems) +
+                               " elements) and 'recv' = [" + address_text(r) + ", +" + std::to_string(r_elems) +
+                               " elements)";
+    if (in_place_allowed)
+      bad("arguments " + ranges + " overlap, but not in the in-place position (" + rule + ")");
+    bad("arguments " + ranges + " overlap; " + what_ + " cannot run in place");
+  }
+
+ private:
+  const char* what_;
+  int rank_;
+  int nranks_;
+};
+
+template <class K, class Algo, class Tr, class T, class Op>
+void run_checked(communicator<Tr>& comm, const coll_args& a, const T* in, index_t in_elems, T* out, index_t out_elems,
+                 const Op& op) {
+  // Where a buffer is not significant its pointer is not passed on: a schedule cannot touch it.
+  comm.template run<K, Algo>(a, in_elems ? in : nullptr, in_elems, out_elems ? out : nullptr, out_elems, op);
+}
+
+}  // namespace detail
+
+// recv[i] = op over ranks of send[i], for i < count.
+template <class Algo = algo::ring, class Tr, class T, class Op = op::sum>
+void all_reduce(communicator<Tr>& comm, const T* send, T* recv, index_t count, Op op = {}) {
+  check_composition<kind::all_reduce, Algo, Tr, Op, T>();
+  const detail::arg_checker<T> c(kind::all_reduce::name, comm.rank(), comm.size());
+  const index_t e = c.elems("count", count);
+  c.buffer("send", send, e, "count", count);
+  c.buffer("recv", recv, e, "count", count);
+  c.overlap(send, e, recv, e, true, 0, "send == recv");
+  coll_args a;
+  a.count = count;
+  detail::run_checked<kind::all_reduce, Algo>(comm, a, send, e, recv, e, op);
+}
+
+// recv[i] = op over ranks of send[rank * recvcount + i], for i < recvcount.
+template <class Algo = algo::ring, class Tr, class T, class Op = op::sum>
+void reduce_scatter(communicator<Tr>& comm, const T* send, T* recv, index_t recvcount, Op op = {}) {
+  check_composition<kind::reduce_scatter, Algo, Tr, Op, T>();
+  const int r = comm.rank(), n = comm.size();
+  const detail::arg_checker<T> c(kind::reduce_scatter::name, r, n);
+  const index_t in_e = c.elems("recvcount", recvcount, n), out_e = c.elems("recvcount", recvcount);
+  c.buffer("send", send, in_e, "recvcount", recvcount);
+  c.buffer("recv", recv, out_e, "recvcount", recvcount);
+  c.overlap(send, in_e, recv, out_e, true, static_cast<std::ptrdiff_t>(static_cast<index_t>(r) * recvcount),
+            "recv == send + rank * recvcount");
+  coll_args a;
+  a.count = recvcount;
+  detail::run_checked<kind::reduce_scatter, Algo>(comm, a, send, in_e, recv, out_e, op);
+}
+
+// recv[q * sendcount + i] = rank q's send[i].
+template <class Algo = algo::ring, class Tr, class T>
+void all_gather(communicator<Tr>& comm, const T* send, T* recv, index_t sendcount) {
+  check_composition<kind::all_gather, Algo, Tr, op::none, T>();
+  const int r = comm.rank(), n = comm.size();
+  const detail::arg_checker<T> c(kind::all_gather::name, r, n);
+  const index_t in_e = c.elems("sendcount", sendcount), out_e = c.elems("sendcount", sendcount, n);
+  c.buffer("send", send, in_e, "sendcount", sendcount);
+  c.buffer("recv", recv, out_e, "sendcount", sendcount);
+  c.overlap(send, in_e, recv, out_e, true, -static_cast<std::ptrdiff_t>(static_cast<index_t>(r) * sendcount),
+            "send == recv + rank * sendcount");
+  coll_args a;
+  a.count = sendcount;
+  detail::run_checked<kind::all_gather, Algo>(comm, a, send, in_e, recv, out_e, op::none{});
+}
+
+// recv[i] = root's send[i]. send is significant at the root only.
+template <class Algo = algo::ring, class Tr, class T>
+void broadcast(communicator<Tr>& comm, const T* send, T* recv, index_t count, int root) {
+  check_composition<kind::broadcast, Algo, Tr, op::none, T>();
+  const int r = comm.rank();
+  const detail::arg_checker<T> c(kind::broadcast::name, r, comm.size());
+  const index_t e = c.elems("count", count);
+  c.rank_arg("root", root);
+  const index_t in_e = r == root ? e : 0;
+  c.buffer("send", send, in_e, "count", count);
+  c.buffer("recv", recv, e, "count", count);
+  c.overlap(send, in_e, recv, e, true, 0, "send == recv");
+  coll_args a;
+  a.count = count;
+  a.root = root;
+  detail::run_checked<kind::broadcast, Algo>(comm, a, send, in_e, recv, e, op::none{});
+}
+
+// At the root: recv[i] = op over ranks of send[i]. recv is significant at the root only.
+template <class Algo = algo::ring, class Tr, class T, class Op>
+void reduce(communicator<Tr>& comm, const T* send, T* recv, index_t count, Op op, int root) {
+  check_composition<kind::reduce, Algo, Tr, Op, T>();
+  const int r = comm.rank();
+  const detail::arg_checker<T> c(kind::reduce::name, r, comm.size());
+  const index_t e = c.elems("count", count);
+  c.rank_arg("root", root);
+  const index_t out_e = r == root ? e : 0;
+  c.buffer("send", send, e, "count", count);
+  c.buffer("recv", recv, out_e, "count", count);
+  c.overlap(send, e, recv, out_e, true, 0, "send == recv");
+  coll_args a;
+  a.count = count;
+  a.root = root;
+  detail::run_checked<kind::reduce, Algo>(comm, a, send, e, recv, out_e, op);
+}
+
+#if defined(COLLCOMM_HAS_PAIRWISE)
+#define COLLCOMM_DEFAULT_ALL_TO_ALL = algo::pairwise
+#else
+#define COLLCOMM_DEFAULT_ALL_TO_ALL
+#endif
+#if defined(COLLCOMM_HAS_LINEAR)
+#define COLLCOMM_DEFAULT_LINEAR = algo::linear
+#else
+#define COLLCOMM_DEFAULT_LINEAR
+#endif
+#if defined(COLLCOMM_HAS_P2P)
+#define COLLCOMM_DEFAULT_P2P = algo::p2p
+#else
+#define COLLCOMM_DEFAULT_P2P
+#endif
+
+// recv[q * count + i] = rank q's send[rank * count + i]: block q of send goes to rank q.
+template <class Algo COLLCOMM_DEFAULT_ALL_TO_ALL, class Tr, class T>
+void all_to_all(communicator<Tr>& comm, const T* send, T* recv, index_t count) {
+  check_composition<kind::all_to_all, Algo, Tr, op::none, T>();
+  const detail::arg_checker<T> c(kind::all_to_all::name, comm.rank(), comm.size());
+  const index_t e = c.elems("count", count, comm.size());
+  c.buffer("send", send, e, "count", count);
+  c.buffer("recv", recv, e, "count", count);
+  c.overlap(send, e, recv, e, false, 0, "");
+  coll_args a;
+  a.count = count;
+  detail::run_checked<kind::all_to_all, Algo>(comm, a, send, e, recv, e, op::none{});
+}
+
+// At the root: recv[q * count + i] = rank q's send[i]. recv is significant at the root only.
+template <class Algo COLLCOMM_DEFAULT_LINEAR, class Tr, class T>
+void gather(communicator<Tr>& comm, const T* send, T* recv, index_t count, int root) {
+  check_composition<kind::gather, Algo, Tr, op::none, T>();
+  const int r = comm.rank();
+  const detail::arg_checker<T> c(kind::gather::name, r, comm.size());
+  const index_t in_e = c.elems("count", count), all_e = c.elems("count", count, comm.size());
+  c.rank_arg("root", root);
+  const index_t out_e = r == root ? all_e : 0;
+  c.buffer("send", send, in_e, "count", count);
+  c.buffer("recv", recv, out_e, "count", count);
+  c.overlap(send, in_e, recv, out_e, true, -static_cast<std::ptrdiff_t>(static_cast<index_t>(root) * count),
+            "send == recv + root * count");
+  coll_args a;
+  a.count = count;
+  a.root = root;
+  detail::run_checked<kind::gather, Algo>(comm, a, send, in_e, recv, out_e, op::none{});
+}
+
+// recv[i] = root's send[rank * count + i]. send is significant at the root only.
+template <class Algo COLLCOMM_DEFAULT_LINEAR, class Tr, class T>
+void scatter(communicator<Tr>& comm, const T* send, T* recv, index_t count, int root) {
+  check_composition<kind::scatter, Algo, Tr, op::none, T>();
+  const int r = comm.rank();
+  const detail::arg_checker<T> c(kind::scatter::name, r, comm.size());
+  const index_t out_e = c.elems("count", count), all_e = c.elems("count", count, comm.size());
+  c.rank_arg("root", root);
+  const index_t in_e = r == root ? all_e : 0;
+  c.buffer("send", send, in_e, "count", count);
+  c.buffer("recv", recv, out_e, "count", count);
+  c.overlap(send, in_e, recv, out_e, true, static_cast<std::ptrdiff_t>(static_cast<index_t>(root) * count),
+            "recv == send + root * count");
+  coll_args a;
+  a.count = count;
+  a.root = root;
+  detail::run_checked<kind::scatter, Algo>(comm, a, send, in_e, recv, out_e, op::none{});
+}
+
+// Sends send[0, count) to send_peer and receives recv[0, count) from recv_peer, at once (no
+// deadlock when two ranks exchange). Either peer may be no_peer: that side (and its buffer) is
+// ignored. A rank may send to and receive from itself.
+template <class Algo COLLCOMM_DEFAULT_P2P, class Tr, class T>
+void send_recv(communicator<Tr>& comm, const T* send, int send_peer, T* recv, int recv_peer, index_t count) {
+  check_composition<kind::send_recv, Algo, Tr, op::none, T>();
+  const detail::arg_checker<T> c(kind::send_recv::name, comm.rank(), comm.size());
+  const index_t e = c.elems("count", count);
+  c.peer_arg("send_peer", send_peer, true, true);
+  c.peer_arg("recv_peer", recv_peer, true, true);
+  const index_t in_e = send_peer == no_peer ? 0 : e, out_e = recv_peer == no_peer ? 0 : e;
+  c.buffer("send", send, in_e, "count", count);
+  c.buffer("recv", recv, out_e, "count", count);
+  c.overlap(send, in_e, recv, out_e, false, 0, "");
+  coll_args a;
+  a.count = count;
+  a.send_peer = send_peer;
+  a.recv_peer = recv_peer;
+  detail::run_checked<kind::send_recv, Algo>(comm, a, send, in_e, recv, out_e, op::none{});
+}
+
+// Blocking send of buf[0, count) to `peer` (not this rank); matched by recv on the peer.
+template <class Algo COLLCOMM_DEFAULT_P2P, class Tr, class T>
+void send(communicator<Tr>& comm, const T* buf, index_t count, int peer) {
+  check_composition<kind::send_recv, Algo, Tr, op::none, T>();
+  const detail::arg_checker<T> c("send", comm.rank(), comm.size());
+  const index_t e = c.elems("count", count);
+  c.peer_arg("peer", peer, false, false);
+  c.buffer("buf", buf, e, "count", count);
+  coll_args a;
+  a.count = count;
+  a.send_peer = peer;
+  detail::run_checked<kind::send_recv, Algo>(comm, a, buf, e, static_cast<T*>(nullptr), 0, op::none{});
+}
+
+// Blocking receive of buf[0, count) from `peer` (not this rank); matched by send on the peer.
+template <class Algo COLLCOMM_DEFAULT_P2P, class Tr, class T>
+void recv(communicator<Tr>& comm, T* buf, index_t count, int peer) {
+  check_composition<kind::send_recv, Algo, Tr, op::none, T>();
+  const detail::arg_checker<T> c("recv", comm.rank(), comm.size());
+  const index_t e = c.elems("count", count);
+  c.peer_arg("peer", peer, false, false);
+  c.buffer("buf", buf, e, "count", count);
+  coll_args a;
+  a.count = count;
+  a.recv_peer = peer;
+  detail::run_checked<kind::send_recv, Algo>(comm, a, static_cast<const T*>(nullptr), 0, buf, e, op::none{});
+}
+
+#undef COLLCOMM_DEFAULT_ALL_TO_ALL
+#undef COLLCOMM_DEFAULT_LINEAR
+#undef COLLCOMM_DEFAULT_P2P
+
+COLLCOMM_NAMESPACE_END

@@ -1,0 +1,10 @@
+// collcomm/host.hpp — everything the host executor needs: host::world and host::options,
+// communicator<transport::host_shm>, host::run_ranks and the collectives (collectives.hpp).
+#pragma once
+
+#include <collcomm/collectives.hpp>
+#include <collcomm/communicator.hpp>
+#include <collcomm/host/options.hpp>
+#include <collcomm/host/primitives.hpp>
+#include <collcomm/host/run_ranks.hpp>
+#include <collcomm/host/world.hpp>

@@ -1,0 +1,31 @@
+// collcomm/host/options.hpp — the knobs of a host world (ranks as threads of one process).
+#pragma once
+
+#include <collcomm/config.hpp>
+
+#include <chrono>
+#include <cstddef>
+
+COLLCOMM_NAMESPACE_BEGIN
+namespace host {
+
+// Checked when a world is made (host::world throws errc::invalid_argument naming the field).
+struct options {
+  // Channels each collective is split over. Every channel has its own connections and barrier;
+  // on the host a rank runs its channels one after the other, so more channels exercise the
+  // schedules' channel split rather than add parallelism. >= 1.
+  int channels = 2;
+  // Bytes of one connection slot: the largest FIFO message. slot_elems() of element T is
+  // slot_bytes / sizeof(T), rounded down to align_elems() = max(1, 16 / sizeof(T)). >= 16.
+  std::size_t slot_bytes = 4096;
+  // Slots of each connection (channel, src -> dst): how many messages a sender may run ahead of
+  // its receiver. >= 1.
+  int slots = 8;
+  // The bound of every wait (a message, a free slot, a barrier). A wait that runs out throws
+  // collcomm::error(errc::timeout) naming the waiting rank, the peer, the channel and what was
+  // awaited. > 0.
+  std::chrono::milliseconds timeout{30000};
+};
+
+}  // namespace host
+COLLCOMM_NAMESPACE_END

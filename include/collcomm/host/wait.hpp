@@ -1,0 +1,134 @@
+// collcomm/host/wait.hpp — bounded waits of the host executor, and the doorbell that wakes them.
+//
+// A host rank is a thread, and tests run 16 ranks on 2 cores (under ThreadSanitizer too), so a
+// waiting rank must give its core away quickly: it polls a little, yields a few times, then
+// sleeps on its doorbell (a futex on Linux, growing sleeps elsewhere) until a peer rings it or a
+// short slice runs out. Every wait is bounded by the world's timeout; the slice bound means that
+// even a lost wake-up costs a slice, never a hang.
+//
+// Memory ordering. The state a rank waits for (a FIFO counter, a barrier counter) is published
+// with a release store and read with acquire loads; the doorbell only decides when to look
+// again. The doorbell protocol, for a waiter W and a notifier N:
+//   W: sleepers.fetch_add(1, acq_rel); key = seq.load(acquire); if ready(): leave; futex_wait(seq, key)
+//   N: publish state (release); if sleepers.fetch_add(0, acq_rel) != 0: seq.fetch_add(1, release); futex_wake(seq)
+// Both read-modify-write `sleepers`, so one comes first in its modification order: if N's comes
+// first, W's RMW synchronizes with it and W's ready() sees the state; if W's comes first, N sees a
+// sleeper and bumps `seq`, so W's futex_wait either finds seq != key or is woken.
+#pragma once
+
+#include <collcomm/config.hpp>
+
+#include <cuda/atomic>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <thread>
+
+#if defined(__linux__)
+#include <climits>
+#include <ctime>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+COLLCOMM_NAMESPACE_BEGIN
+namespace host {
+namespace detail {
+
+// Every host atomic is a system-scope atomic_ref over plain memory: the same memory-model
+// statement the GPU executor makes for host-mapped words (and, for processes, shared memory).
+template <class U>
+using sys_atomic = cuda::atomic_ref<U, cuda::thread_scope_system>;
+
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// What one rank sleeps on. Every rank has one; whoever publishes something a rank may wait for
+// (a message into it, a slot it may send into, a barrier arrival) rings it.
+struct doorbell {
+  alignas(64) std::uint32_t seq = 0;       // futex word; only grows (wraps harmlessly)
+  alignas(64) std::uint32_t sleepers = 0;  // ranks' threads between prepare and leave of a sleep
+};
+
+inline void ring(doorbell& d) noexcept {
+  // RMW, not a load: see the protocol in the file comment (thread_scope_system: ranks may be processes).
+  if (sys_atomic<std::uint32_t>(d.sleepers).fetch_add(0, cuda::std::memory_order_acq_rel) == 0) return;
+  sys_atomic<std::uint32_t>(d.seq).fetch_add(1, cuda::std::memory_order_release);
+#if defined(__linux__)
+  // Not FUTEX_PRIVATE_FLAG: a doorbell may live in memory shared between processes.
+  syscall(SYS_futex, &d.seq, FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+#endif
+}
+
+// Sleeps until d is rung or `slice` passes, unless the word already moved past `key`.
+inline void sleep_on(doorbell& d, std::uint32_t key, std::chrono::nanoseconds slice) noexcept {
+#if defined(__linux__)
+  timespec ts{static_cast<time_t>(slice.count() / 1000000000), static_cast<long>(slice.count() % 1000000000)};
+  syscall(SYS_futex, &d.seq, FUTEX_WAIT, key, &ts, nullptr, 0);
+#else
+  (void)d;
+  (void)key;
+  std::this_thread::sleep_for(slice);
+#endif
+}
+
+// Tuning: chosen so that 16 ranks on 2 cores (the CI machine) do not starve the rank that holds
+// the work; a handful of polls still catches a peer that is about to publish.
+inline constexpr int spin_polls = 64;
+inline constexpr int yield_polls = 8;
+#if defined(__linux__)
+inline constexpr std::chrono::nanoseconds first_slice = std::chrono::milliseconds(1);
+inline constexpr std::chrono::nanoseconds max_slice = std::chrono::milliseconds(20);
+#else
+inline constexpr std::chrono::nanoseconds first_slice = std::chrono::microseconds(2);
+inline constexpr std::chrono::nanoseconds max_slice = std::chrono::milliseconds(1);
+#endif
+
+// Waits until ready() (a callable doing acquire loads) is true. If it is still false after
+// `timeout`, calls on_timeout(), which must throw. ready() is always asked once more after the
+// deadline passes, so a wait never fails on a condition that already holds.
+template <class Ready, class OnTimeout>
+void wait_until(doorbell& d, std::chrono::milliseconds timeout, Ready&& ready, OnTimeout&& on_timeout) {
+  if (ready()) return;
+  for (int i = 0; i < spin_polls; ++i) {
+    cpu_relax();
+    if (ready()) return;
+  }
+  for (int i = 0; i < yield_polls; ++i) {
+    std::this_thread::yield();
+    if (ready()) return;
+  }
+  using clock = std::chrono::steady_clock;
+  const auto deadline = clock::now() + timeout;
+  std::chrono::nanoseconds slice = first_slice;
+  sys_atomic<std::uint32_t> sleepers(d.sleepers);
+  for (;;) {
+    sleepers.fetch_add(1, cuda::std::memory_order_acq_rel);
+    const std::uint32_t key = sys_atomic<std::uint32_t>(d.seq).load(cuda::std::memory_order_acquire);
+    if (ready()) {
+      sleepers.fetch_sub(1, cuda::std::memory_order_relaxed);
+      return;
+    }
+    const auto now = clock::now();
+    if (now >= deadline) {
+      sleepers.fetch_sub(1, cuda::std::memory_order_relaxed);
+      on_timeout();
+      return;  // on_timeout throws; reached only if it does not
+    }
+    sleep_on(d, key, std::min<std::chrono::nanoseconds>(slice, deadline - now));
+    sleepers.fetch_sub(1, cuda::std::memory_order_relaxed);
+    if (ready()) return;
+    slice = std::min(slice * 2, max_slice);
+  }
+}
+
+}  // namespace detail
+}  // namespace host
+COLLCOMM_NAMESPACE_END

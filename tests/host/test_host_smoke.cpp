@@ -1,0 +1,176 @@
+// Quick real-data runs of the host executor (ring all_reduce) and its timeout, so the executor is
+// tested on its own; the full kind x algorithm x op x element matrix is test_matrix_*.cpp.
+#include <collcomm/host.hpp>
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using collcomm::index_t;
+using comm_t = collcomm::communicator<collcomm::transport::host_shm>;
+
+std::uint64_t test_seed() {
+  static const std::uint64_t seed = [] {
+    const char* env = std::getenv("COLLCOMM_TEST_SEED");
+    const std::uint64_t s = env ? std::strtoull(env, nullptr, 10) : std::random_device{}();
+    MESSAGE("seed " << s << " (rerun with COLLCOMM_TEST_SEED=" << s << ")");
+    return s;
+  }();
+  return seed;
+}
+
+template <class T>
+std::vector<std::vector<T>> random_inputs(int n, index_t count, std::mt19937_64& rng) {
+  std::vector<std::vector<T>> in(static_cast<std::size_t>(n), std::vector<T>(count));
+  for (auto& v : in)
+    for (auto& x : v) {
+      if constexpr (std::is_floating_point_v<T>) x = std::uniform_real_distribution<T>(-1, 1)(rng);
+      else x = static_cast<T>(rng());
+    }
+  return in;
+}
+
+constexpr float poison_f32 = -12345.5f;
+
+// Runs all_reduce(sum) on n ranks and checks every element of every rank against a float64
+// (f32) or exact wrapping (i32) reference.
+template <class T>
+void check_all_reduce(int n, index_t count, const collcomm::host::options& opt, bool in_place, std::uint64_t salt) {
+  CAPTURE(n);
+  CAPTURE(count);
+  CAPTURE(in_place);
+  CAPTURE(opt.slot_bytes);
+  CAPTURE(opt.slots);
+  CAPTURE(opt.channels);
+  std::mt19937_64 rng(test_seed() ^ salt);
+  const auto in = random_inputs<T>(n, count, rng);
+  std::vector<std::vector<T>> out(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r)
+    out[r] = in_place ? in[r] : std::vector<T>(count, static_cast<T>(poison_f32));
+  collcomm::host::world w(n, opt);
+  collcomm::host::run_ranks(w, [&](comm_t& comm) {
+    const int r = comm.rank();
+    const T* send = in_place ? out[r].data() : in[r].data();
+    collcomm::all_reduce(comm, send, out[r].data(), count);
+  });
+  int wrong = 0;
+  for (index_t i = 0; i < count; ++i) {
+    if constexpr (std::is_floating_point_v<T>) {
+      double ref = 0, mag = 0;
+      for (int r = 0; r < n; ++r) ref += in[r][i], mag += std::fabs(static_cast<double>(in[r][i]));
+      const double tol = (n + 2) * 1.2e-7 * mag + 1e-30;
+      for (int r = 0; r < n; ++r)
+        if (!(std::fabs(out[r][i] - ref) <= tol) && wrong++ < 5)
+          FAIL_CHECK("rank " << r << " element " << i << ": got " << out[r][i] << ", want " << ref);
+    } else {
+      std::uint32_t ref = 0;
+      for (int r = 0; r < n; ++r) ref += static_cast<std::uint32_t>(in[r][i]);
+      for (int r = 0; r < n; ++r)
+        if (static_cast<std::uint32_t>(out[r][i]) != ref && wrong++ < 5)
+          FAIL_CHECK("rank " << r << " element " << i << ": got " << out[r][i] << ", want " << static_cast<T>(ref));
+    }
+  }
+  CHECK(wrong == 0);
+}
+
+}  // namespace
+
+TEST_CASE("host smoke: ring all_reduce sum, f32 and i32, N = 1, 2, 3, 5, 8") {
+  collcomm::host::options opt;
+  std::uint64_t salt = 0;
+  for (int n : {1, 2, 3, 5, 8})
+    for (index_t count : {index_t{0}, index_t{1}, index_t{7}, index_t{1000}, index_t{9001}})
+      for (bool in_place : {false, true}) {
+        check_all_reduce<float>(n, count, opt, in_place, ++salt);
+        check_all_reduce<std::int32_t>(n, count, opt, in_place, ++salt);
+      }
+}
+
+TEST_CASE("host smoke: tiny slots, one slot per connection, three channels") {
+  // One 16-byte slot: every message is a single vector, and a ring only moves if a receive gives
+  // its slot back before the send of the same step waits for one.
+  collcomm::host::options opt;
+  opt.slot_bytes = 16;
+  opt.slots = 1;
+  opt.channels = 3;
+  std::uint64_t salt = 1000;
+  for (int n : {2, 3, 5})
+    for (index_t count : {index_t{5}, index_t{100}, index_t{333}}) {
+      check_all_reduce<float>(n, count, opt, false, ++salt);
+      check_all_reduce<std::int32_t>(n, count, opt, true, ++salt);
+    }
+}
+
+TEST_CASE("host smoke: 16 ranks") {
+  collcomm::host::options opt;
+  check_all_reduce<float>(16, 20000, opt, false, 2000);
+  check_all_reduce<std::int32_t>(16, 777, opt, true, 2001);
+}
+
+TEST_CASE("host smoke: one world, many calls (counters keep growing across calls)") {
+  const int n = 4;
+  collcomm::host::world w(n);
+  std::mt19937_64 rng(test_seed() ^ 3000);
+  const index_t count = 300;
+  const int calls = 50;
+  std::vector<std::vector<std::vector<std::int32_t>>> in(calls);
+  for (auto& c : in) c = random_inputs<std::int32_t>(n, count, rng);
+  std::vector<std::vector<std::vector<std::int32_t>>> out(calls, std::vector<std::vector<std::int32_t>>(
+                                                                     n, std::vector<std::int32_t>(count, -7)));
+  collcomm::host::run_ranks(w, [&](comm_t& comm) {
+    for (int c = 0; c < calls; ++c)
+      collcomm::all_reduce(comm, in[c][comm.rank()].data(), out[c][comm.rank()].data(), count);
+  });
+  int wrong = 0;
+  for (int c = 0; c < calls; ++c)
+    for (index_t i = 0; i < count; ++i) {
+      std::uint32_t ref = 0;
+      for (int r = 0; r < n; ++r) ref += static_cast<std::uint32_t>(in[c][r][i]);
+      for (int r = 0; r < n; ++r) wrong += static_cast<std::uint32_t>(out[c][r][i]) != ref;
+    }
+  CHECK(wrong == 0);
+}
+
+TEST_CASE("host smoke: a rank that never calls makes the others time out, naming it") {
+  using clock = std::chrono::steady_clock;
+  collcomm::host::options opt;
+  opt.timeout = std::chrono::milliseconds(300);
+  const int n = 3, missing = 2;
+  collcomm::host::world w(n, opt);
+  std::vector<float> in(n * 1000, 1.0f), out(n * 1000, poison_f32);
+  std::vector<std::string> what(n);
+  std::vector<int> code(n, -1);
+  std::vector<double> elapsed_ms(n, 0);
+  collcomm::host::run_ranks(w, [&](comm_t& comm) {
+    const int r = comm.rank();
+    if (r == missing) return;
+    const auto t0 = clock::now();
+    try {
+      collcomm::all_reduce(comm, in.data() + r * 1000, out.data() + r * 1000, index_t{1000});
+    } catch (const collcomm::error& e) {
+      what[r] = e.what();
+      code[r] = static_cast<int>(e.code());
+      CHECK(e.rank() == r);
+    }
+    elapsed_ms[r] = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+  });
+  for (int r = 0; r < n; ++r) {
+    if (r == missing) continue;
+    CAPTURE(r);
+    CAPTURE(what[r]);
+    CHECK(code[r] == static_cast<int>(collcomm::errc::timeout));
+    CHECK(what[r].find("on rank " + std::to_string(r)) != std::string::npos);
+    CHECK(what[r].find("channel") != std::string::npos);
+    CHECK(elapsed_ms[r] < 2.0 * static_cast<double>(opt.timeout.count()) + 100.0);
+  }
+  // Rank 0 receives from rank 2 in the ring: its message names the missing rank.
+  CHECK(what[0].find("from rank " + std::to_string(missing)) != std::string::npos);
+}

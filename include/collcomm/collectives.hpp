@@ -35,6 +35,9 @@
 //   });
 #pragma once
 
+#include <collcomm/algo/linear.hpp>
+#include <collcomm/algo/p2p.hpp>
+#include <collcomm/algo/pairwise.hpp>
 #include <collcomm/algo/ring.hpp>
 #include <collcomm/communicator.hpp>
 #include <collcomm/compose.hpp>
@@ -43,19 +46,6 @@
 #include <collcomm/kinds.hpp>
 #include <collcomm/ops.hpp>
 #include <collcomm/types.hpp>
-
-#if __has_include(<collcomm/algo/pairwise.hpp>)
-#include <collcomm/algo/pairwise.hpp>
-#define COLLCOMM_HAS_PAIRWISE 1
-#endif
-#if __has_include(<collcomm/algo/linear.hpp>)
-#include <collcomm/algo/linear.hpp>
-#define COLLCOMM_HAS_LINEAR 1
-#endif
-#if __has_include(<collcomm/algo/p2p.hpp>)
-#include <collcomm/algo/p2p.hpp>
-#define COLLCOMM_HAS_P2P 1
-#endif
 
 #include <cstddef>
 #include <cstdint>
@@ -239,24 +229,8 @@ void reduce(communicator<Tr>& comm, const T* send, T* recv, index_t count, Op op
   detail::run_checked<kind::reduce, Algo>(comm, a, send, e, recv, out_e, op);
 }
 
-#if defined(COLLCOMM_HAS_PAIRWISE)
-#define COLLCOMM_DEFAULT_ALL_TO_ALL = algo::pairwise
-#else
-#define COLLCOMM_DEFAULT_ALL_TO_ALL
-#endif
-#if defined(COLLCOMM_HAS_LINEAR)
-#define COLLCOMM_DEFAULT_LINEAR = algo::linear
-#else
-#define COLLCOMM_DEFAULT_LINEAR
-#endif
-#if defined(COLLCOMM_HAS_P2P)
-#define COLLCOMM_DEFAULT_P2P = algo::p2p
-#else
-#define COLLCOMM_DEFAULT_P2P
-#endif
-
 // recv[q * count + i] = rank q's send[rank * count + i]: block q of send goes to rank q.
-template <class Algo COLLCOMM_DEFAULT_ALL_TO_ALL, class Tr, class T>
+template <class Algo = algo::pairwise, class Tr, class T>
 void all_to_all(communicator<Tr>& comm, const T* send, T* recv, index_t count) {
   check_composition<kind::all_to_all, Algo, Tr, op::none, T>();
   const detail::arg_checker<T> c(kind::all_to_all::name, comm.rank(), comm.size());
@@ -270,7 +244,7 @@ void all_to_all(communicator<Tr>& comm, const T* send, T* recv, index_t count) {
 }
 
 // At the root: recv[q * count + i] = rank q's send[i]. recv is significant at the root only.
-template <class Algo COLLCOMM_DEFAULT_LINEAR, class Tr, class T>
+template <class Algo = algo::linear, class Tr, class T>
 void gather(communicator<Tr>& comm, const T* send, T* recv, index_t count, int root) {
   check_composition<kind::gather, Algo, Tr, op::none, T>();
   const int r = comm.rank();
@@ -289,7 +263,7 @@ void gather(communicator<Tr>& comm, const T* send, T* recv, index_t count, int r
 }
 
 // recv[i] = root's send[rank * count + i]. send is significant at the root only.
-template <class Algo COLLCOMM_DEFAULT_LINEAR, class Tr, class T>
+template <class Algo = algo::linear, class Tr, class T>
 void scatter(communicator<Tr>& comm, const T* send, T* recv, index_t count, int root) {
   check_composition<kind::scatter, Algo, Tr, op::none, T>();
   const int r = comm.rank();
@@ -309,14 +283,18 @@ void scatter(communicator<Tr>& comm, const T* send, T* recv, index_t count, int 
 
 // Sends send[0, count) to send_peer and receives recv[0, count) from recv_peer, at once (no
 // deadlock when two ranks exchange). Either peer may be no_peer: that side (and its buffer) is
-// ignored. A rank may send to and receive from itself.
-template <class Algo COLLCOMM_DEFAULT_P2P, class Tr, class T>
+// ignored. A rank may send to itself when it also receives from itself (a copy).
+template <class Algo = algo::p2p, class Tr, class T>
 void send_recv(communicator<Tr>& comm, const T* send, int send_peer, T* recv, int recv_peer, index_t count) {
   check_composition<kind::send_recv, Algo, Tr, op::none, T>();
   const detail::arg_checker<T> c(kind::send_recv::name, comm.rank(), comm.size());
   const index_t e = c.elems("count", count);
   c.peer_arg("send_peer", send_peer, true, true);
   c.peer_arg("recv_peer", recv_peer, true, true);
+  // A message to oneself can only be received by oneself, in this same call.
+  if ((send_peer == comm.rank()) != (recv_peer == comm.rank()))
+    c.bad("arguments 'send_peer' = " + std::to_string(send_peer) + " and 'recv_peer' = " + std::to_string(recv_peer) +
+          ": a rank that sends to itself must also receive from itself, in the same call");
   const index_t in_e = send_peer == no_peer ? 0 : e, out_e = recv_peer == no_peer ? 0 : e;
   c.buffer("send", send, in_e, "count", count);
   c.buffer("recv", recv, out_e, "count", count);
@@ -329,7 +307,7 @@ void send_recv(communicator<Tr>& comm, const T* send, int send_peer, T* recv, in
 }
 
 // Blocking send of buf[0, count) to `peer` (not this rank); matched by recv on the peer.
-template <class Algo COLLCOMM_DEFAULT_P2P, class Tr, class T>
+template <class Algo = algo::p2p, class Tr, class T>
 void send(communicator<Tr>& comm, const T* buf, index_t count, int peer) {
   check_composition<kind::send_recv, Algo, Tr, op::none, T>();
   const detail::arg_checker<T> c("send", comm.rank(), comm.size());
@@ -343,7 +321,7 @@ void send(communicator<Tr>& comm, const T* buf, index_t count, int peer) {
 }
 
 // Blocking receive of buf[0, count) from `peer` (not this rank); matched by send on the peer.
-template <class Algo COLLCOMM_DEFAULT_P2P, class Tr, class T>
+template <class Algo = algo::p2p, class Tr, class T>
 void recv(communicator<Tr>& comm, T* buf, index_t count, int peer) {
   check_composition<kind::send_recv, Algo, Tr, op::none, T>();
   const detail::arg_checker<T> c("recv", comm.rank(), comm.size());
@@ -355,9 +333,5 @@ void recv(communicator<Tr>& comm, T* buf, index_t count, int peer) {
   a.recv_peer = peer;
   detail::run_checked<kind::send_recv, Algo>(comm, a, static_cast<const T*>(nullptr), 0, buf, e, op::none{});
 }
-
-#undef COLLCOMM_DEFAULT_ALL_TO_ALL
-#undef COLLCOMM_DEFAULT_LINEAR
-#undef COLLCOMM_DEFAULT_P2P
 
 COLLCOMM_NAMESPACE_END

@@ -49,6 +49,7 @@ class communicator<transport::host_shm> {
 
   template <class K, class Algo, class T, class Op>
   void run(const coll_args& a, const T* in, index_t in_elems, T* out, index_t out_elems, const Op& op) const {
+    w_->check_usable(K::name, rank_);
     const int nc = w_->opts().channels;
     for (int c = 0; c < nc; ++c) {
       coll_args ca = a;

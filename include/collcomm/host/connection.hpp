@@ -24,8 +24,8 @@ COLLCOMM_NAMESPACE_BEGIN
 namespace host {
 
 struct slot_header {
-  std::uint64_t elems;       // elements in the message
-  std::uint32_t elem_bytes;  // sizeof(T) of the sender's element type
+  std::uint64_t elems;  // elements in the message
+  std::uint32_t elem;   // the sender's element type (element_kind)
   std::uint32_t unused;
 };
 

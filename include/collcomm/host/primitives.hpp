@@ -58,7 +58,7 @@ class primitives {
         op_(op),
         slot_elems_(w.opts().slot_bytes / sizeof(T) / align * align),
         scratch_(w.scratch(rank_)) {
-    w.expose(channel_, rank_, {in, in_elems, out, out_elems, sizeof(T)});
+    w.expose(channel_, rank_, {in, in_elems, out, out_elems, kind_});
   }
 
   index_t slot_elems() const noexcept { return slot_elems_; }
@@ -80,7 +80,7 @@ class primitives {
     check_message(n, "recv");
     if (from.size == 1) {  // a plain copy: move the bits as they are
       check_peer(from.rank[0], "recv");
-      const std::byte* m = w_.wait_message(channel_, from.rank[0], rank_, n, sizeof(T), what_);
+      const std::byte* m = w_.wait_message(channel_, from.rank[0], rank_, n, kind_, what_);
       std::memcpy(static_cast<void*>(d), m, n * sizeof(T));
       w_.consume(channel_, from.rank[0], rank_);
       return;
@@ -127,7 +127,7 @@ class primitives {
     T* v = values();
     if (from.size == 1) {
       check_peer(from.rank[0], "recv_copy_send");
-      const std::byte* m = w_.wait_message(channel_, from.rank[0], rank_, n, sizeof(T), what_);
+      const std::byte* m = w_.wait_message(channel_, from.rank[0], rank_, n, kind_, what_);
       std::memcpy(static_cast<void*>(v), m, n * sizeof(T));
       w_.consume(channel_, from.rank[0], rank_);
     } else {
@@ -234,7 +234,7 @@ class primitives {
     bool first = true;
     for (int p : from) {
       check_peer(p, "a receive");
-      const T* m = reinterpret_cast<const T*>(w_.wait_message(channel_, p, rank_, n, sizeof(T), what_));
+      const T* m = reinterpret_cast<const T*>(w_.wait_message(channel_, p, rank_, n, kind_, what_));
       if (first) {
         for (index_t i = 0; i < n; ++i) acc[i] = to_accum<T>(m[i]);
       } else {
@@ -264,14 +264,14 @@ class primitives {
       check_peer(p, prim);
       std::byte* slot = w_.wait_slot(channel_, rank_, p, what_);
       std::memcpy(slot, static_cast<const void*>(v), n * sizeof(T));
-      w_.publish(channel_, rank_, p, n, sizeof(T));
+      w_.publish(channel_, rank_, p, n, kind_);
     }
   }
 
   // ---- checks (schedule bugs throw errc::internal) -------------------------------------------------
   [[noreturn]] void schedule_bug(const std::string& msg) const {
-    collcomm::detail::fail(errc::internal, what_, rank_,
-                           std::string("schedule '") + algo_ + "' on channel " + std::to_string(channel_) + ": " + msg);
+    w_.fail(errc::internal, what_, rank_,
+            std::string("schedule '") + algo_ + "' on channel " + std::to_string(channel_) + ": " + msg);
   }
 
   static std::string span_text(buf_ref b, index_t n) {
@@ -313,11 +313,10 @@ class primitives {
     check_peer(r, prim);
     if (r == rank_) return source(b, n, prim);
     const world::exposed_buffers& e = w_.exposed(channel_, r);
-    if (e.elem_bytes != sizeof(T))
-      collcomm::detail::fail(errc::invalid_argument, what_, rank_,
-                             "rank " + std::to_string(r) + " exposes elements of " + std::to_string(e.elem_bytes) +
-                                 " bytes to rank " + std::to_string(rank_) + ", which uses elements of " +
-                                 std::to_string(sizeof(T)) + " bytes: the ranks disagree on the element type");
+    if (e.elem != kind_)
+      w_.fail(errc::invalid_argument, what_, rank_,
+              "rank " + std::to_string(r) + " exposes a buffer of another element type than this rank's " +
+                  element_name<T> + ": the ranks disagree on the element type");
     const index_t size = b.which == buffer::input ? e.in_elems : e.out_elems;
     if (b.offset > size || n > size - b.offset)
       schedule_bug(std::string(prim) + " reads rank " + std::to_string(r) + "'s " + span_text(b, n) + " but it has " +
@@ -338,6 +337,7 @@ class primitives {
   Op op_;
   index_t slot_elems_;
   std::byte* scratch_;
+  static constexpr element_kind kind_ = element_traits<T>::kind;
 };
 
 }  // namespace host

@@ -14,7 +14,12 @@
 //
 // Threading: every rank is driven by one thread at a time, and each rank calls the collectives
 // in the same order (as with NCCL). A world is not copyable or movable (ranks hold references).
-// After a wait timed out, the world may hold stray messages: make a new one.
+//
+// Failures. A call that fails its argument checks has not happened, on that rank: the rank must
+// still make the call (with good arguments) for its peers to finish theirs. A failure after data
+// moved — a wait that timed out, a message that does not match, a schedule bug — leaves stray
+// messages behind, so it marks the world failed: every later call on it throws errc::aborted
+// quoting the first failure (make a new world). Calls already waiting run into their own timeout.
 #pragma once
 
 #include <collcomm/config.hpp>
@@ -23,10 +28,12 @@
 #include <collcomm/host/options.hpp>
 #include <collcomm/host/wait.hpp>
 #include <collcomm/kinds.hpp>
+#include <collcomm/types.hpp>
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 COLLCOMM_NAMESPACE_BEGIN
@@ -98,6 +105,29 @@ class world {
     return s.memory.get();
   }
 
+  // ---- failure -----------------------------------------------------------------------------------
+  // Throws errc::internal/timeout/... after marking the world failed (see Failures above).
+  [[noreturn]] void fail(errc code, const char* what, int rank, const std::string& msg) {
+    const std::string text = collcomm::detail::format_error(what, rank, msg);
+    {
+      std::lock_guard<std::mutex> lock(failure_mutex_);
+      if (failure_.empty()) failure_ = text;
+    }
+    detail::sys_atomic<std::uint32_t>(failed_).store(1, cuda::std::memory_order_release);
+    throw error(code, rank, text);
+  }
+  // Throws errc::aborted when an earlier call failed after data moved.
+  void check_usable(const char* what, int rank) {
+    if (detail::sys_atomic<std::uint32_t>(failed_).load(cuda::std::memory_order_acquire) == 0) return;
+    std::string first;
+    {
+      std::lock_guard<std::mutex> lock(failure_mutex_);
+      first = failure_;
+    }
+    collcomm::detail::fail(errc::aborted, what, rank,
+                           "this host world is unusable after an earlier failure (" + first + "); make a new world");
+  }
+
   // ---- barrier ---------------------------------------------------------------------------------
   // Every rank of the world, one channel. Each rank counts the barriers it entered on the channel
   // (a counter only it writes, that only grows); barrier g is passed when every rank's count is
@@ -133,7 +163,7 @@ class world {
     index_t in_elems = 0;
     void* out = nullptr;
     index_t out_elems = 0;
-    std::size_t elem_bytes = 0;
+    element_kind elem = element_kind::f32;
   };
   void expose(int channel, int rank, const exposed_buffers& b) noexcept { exposed_[index(channel, rank)] = b; }
   const exposed_buffers& exposed(int channel, int rank) const noexcept { return exposed_[index(channel, rank)]; }
@@ -151,19 +181,18 @@ class world {
     });
     return c.data(c.own_tail());
   }
-  // Sender side: the slot returned by wait_slot holds `elems` elements of `elem_bytes`; send it.
-  void publish(int channel, int src, int dst, index_t elems, std::size_t elem_bytes) {
+  // Sender side: the slot returned by wait_slot holds `elems` elements of type `elem`; send it.
+  void publish(int channel, int src, int dst, index_t elems, element_kind elem) {
     connection& c = connect(channel, src, dst);
     slot_header& h = c.header(c.own_tail());
     h.elems = elems;
-    h.elem_bytes = static_cast<std::uint32_t>(elem_bytes);
+    h.elem = static_cast<std::uint32_t>(elem);
     c.publish();
     detail::ring(doorbell_of(dst));
   }
   // Receiver side of (channel, src -> dst): waits for the next message and returns its data.
-  // Throws errc::invalid_argument when it does not hold `elems` elements of `elem_bytes`.
-  const std::byte* wait_message(int channel, int src, int dst, index_t elems, std::size_t elem_bytes,
-                                const char* what) {
+  // Throws errc::invalid_argument when it does not hold `elems` elements of type `elem`.
+  const std::byte* wait_message(int channel, int src, int dst, index_t elems, element_kind elem, const char* what) {
     connection& c = connect(channel, src, dst);
     detail::wait_until(doorbell_of(dst), opt_.timeout, [&] { return c.can_recv(); }, [&] {
       timeout(what, dst,
@@ -174,14 +203,13 @@ class world {
     });
     const std::uint64_t m = c.own_head();
     const slot_header& h = c.header(m);
-    if (h.elems != elems || h.elem_bytes != elem_bytes)
-      collcomm::detail::fail(
-          errc::invalid_argument, what, dst,
-          "rank " + std::to_string(dst) + " expects " + std::to_string(elems) + " elements of " +
-              std::to_string(elem_bytes) + " bytes in message #" + std::to_string(m) + " from rank " +
-              std::to_string(src) + " on channel " + std::to_string(channel) + ", but rank " + std::to_string(src) +
-              " sent " + std::to_string(h.elems) + " elements of " + std::to_string(h.elem_bytes) +
-              " bytes: the ranks disagree on count, element type, root or peers");
+    if (h.elems != elems || h.elem != static_cast<std::uint32_t>(elem))
+      fail(errc::invalid_argument, what, dst,
+           "rank " + std::to_string(dst) + " expects " + std::to_string(elems) + " elements of " + kind_name(elem) +
+               " in message #" + std::to_string(m) + " from rank " + std::to_string(src) + " on channel " +
+               std::to_string(channel) + ", but rank " + std::to_string(src) + " sent " + std::to_string(h.elems) +
+               " elements of " + kind_name(static_cast<element_kind>(h.elem)) +
+               ": the ranks disagree on count, element type, root or peers");
     return c.data(m);
   }
   // Receiver side: the message returned by wait_message is read; give its slot back.
@@ -205,14 +233,24 @@ class world {
     return static_cast<std::size_t>(channel) * static_cast<std::size_t>(nranks_) + static_cast<std::size_t>(rank);
   }
 
-  [[noreturn]] void timeout(const char* what, int rank, const std::string& awaited) const {
-    collcomm::detail::fail(errc::timeout, what, rank,
-                           "timed out after " + std::to_string(opt_.timeout.count()) + " ms " + awaited +
-                               "; does every rank call the same collectives with the same arguments?");
+  [[noreturn]] void timeout(const char* what, int rank, const std::string& awaited) {
+    fail(errc::timeout, what, rank,
+         "timed out after " + std::to_string(opt_.timeout.count()) + " ms " + awaited +
+             "; does every rank call the same collectives with the same arguments?");
+  }
+
+  static const char* kind_name(element_kind k) noexcept {
+    static constexpr const char* names[] = {"f32", "f64", "f16", "bf16", "e4m3", "e5m2",
+                                            "i8",  "u8",  "i32", "u32",  "i64",  "u64"};
+    const auto i = static_cast<std::size_t>(k);
+    return i < sizeof(names) / sizeof(names[0]) ? names[i] : "an unknown type";
   }
 
   int nranks_;
   options opt_;
+  std::uint32_t failed_ = 0;  // set once (release) by the first failure after data moved
+  std::mutex failure_mutex_;
+  std::string failure_;       // its message, under failure_mutex_
   std::unique_ptr<connection*[]> connections_;      // (channel, src, dst)
   std::unique_ptr<padded_counter[]> arrivals_;      // (channel, rank): barriers entered
   std::unique_ptr<exposed_buffers[]> exposed_;      // (channel, rank)

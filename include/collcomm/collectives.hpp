@@ -66,6 +66,15 @@ inline std::string address_text(const void* p) {
   return "0x" + s;
 }
 
+// Whether an algorithm's schedules may run in place: an algorithm that cannot says
+// `static constexpr bool in_place_safe = false;` (one_shot: every rank reads every peer's input
+// while it writes its own output), and the API refuses in-place calls with it.
+template <class Algo>
+inline constexpr bool algorithm_in_place = [] {
+  if constexpr (requires { Algo::in_place_safe; }) return static_cast<bool>(Algo::in_place_safe);
+  else return true;
+}();
+
 // The argument checks of one call on one rank. Each check throws errc::invalid_argument with a
 // message naming the argument and the rank ("collcomm: all_gather on rank 2: argument 'recv' ...").
 template <class T>
@@ -116,14 +125,15 @@ class arg_checker {
   }
 
   // send [s, s + s_elems) and recv [r, r + r_elems) must not overlap, except when in_place_allowed
-  // and r == s + delta (elements; the in-place position), described by `rule`.
-  void overlap(const T* s, index_t s_elems, const T* r, index_t r_elems, bool in_place_allowed, std::ptrdiff_t delta,
+  // and r == s + delta (elements; the in-place position), described by `rule`. Returns whether
+  // the call is in place.
+  bool overlap(const T* s, index_t s_elems, const T* r, index_t r_elems, bool in_place_allowed, std::ptrdiff_t delta,
                const char* rule) const {
-    if (s_elems == 0 || r_elems == 0 || s == nullptr || r == nullptr) return;
+    if (s_elems == 0 || r_elems == 0 || s == nullptr || r == nullptr) return false;
     const auto sa = reinterpret_cast<std::uintptr_t>(s), ra = reinterpret_cast<std::uintptr_t>(r);
     const std::uintptr_t se = sa + s_elems * sizeof(T), re = ra + r_elems * sizeof(T);
-    if (!(sa < re && ra < se)) return;
-    if (in_place_allowed && ra == sa + static_cast<std::uintptr_t>(delta) * sizeof(T)) return;
+    if (!(sa < re && ra < se)) return false;
+    if (in_place_allowed && ra == sa + static_cast<std::uintptr_t>(delta) * sizeof(T)) return true;
     const std::string ranges = "'send' = [" + address_text(s) + ", +" + std::to_string(s_elems) +
                                " elements) and 'recv' = [" + address_text(r) + ", +" + std::to_string(r_elems) +
                                " elements)";
@@ -132,11 +142,25 @@ class arg_checker {
     bad("arguments " + ranges + " overlap; " + what_ + " cannot run in place");
   }
 
+  // An in-place call with an algorithm that cannot run in place (algorithm_in_place below).
+  template <class Algo>
+  void in_place_algorithm(bool in_place) const {
+    if (in_place && !algorithm_in_place<Algo>)
+      bad(std::string("arguments 'send' and 'recv' are in place, and algorithm ") + Algo::name +
+          " cannot run in place (a rank would overwrite its input while its peers still read it); use another "
+          "algorithm or separate buffers");
+  }
+
  private:
   const char* what_;
   int rank_;
   int nranks_;
 };
+
+// The element offset of block b of `count` elements (checked against overflow before it is used).
+constexpr std::ptrdiff_t block(int b, index_t count) noexcept {
+  return static_cast<std::ptrdiff_t>(static_cast<index_t>(b) * count);
+}
 
 template <class K, class Algo, class Tr, class T, class Op>
 void run_checked(communicator<Tr>& comm, const coll_args& a, const T* in, index_t in_elems, T* out, index_t out_elems,
@@ -155,7 +179,8 @@ void all_reduce(communicator<Tr>& comm, const T* send, T* recv, index_t count, O
   const index_t e = c.elems("count", count);
   c.buffer("send", send, e, "count", count);
   c.buffer("recv", recv, e, "count", count);
-  c.overlap(send, e, recv, e, true, 0, "send == recv");
+  const bool in_place = c.overlap(send, e, recv, e, true, 0, "send == recv");
+  c.template in_place_algorithm<Algo>(in_place);
   coll_args a;
   a.count = count;
   detail::run_checked<kind::all_reduce, Algo>(comm, a, send, e, recv, e, op);
@@ -170,8 +195,9 @@ void reduce_scatter(communicator<Tr>& comm, const T* send, T* recv, index_t recv
   const index_t in_e = c.elems("recvcount", recvcount, n), out_e = c.elems("recvcount", recvcount);
   c.buffer("send", send, in_e, "recvcount", recvcount);
   c.buffer("recv", recv, out_e, "recvcount", recvcount);
-  c.overlap(send, in_e, recv, out_e, true, static_cast<std::ptrdiff_t>(static_cast<index_t>(r) * recvcount),
-            "recv == send + rank * recvcount");
+  const bool in_place = c.overlap(send, in_e, recv, out_e, true, detail::block(r, recvcount),
+                                    "recv == send + rank * recvcount");
+  c.template in_place_algorithm<Algo>(in_place);
   coll_args a;
   a.count = recvcount;
   detail::run_checked<kind::reduce_scatter, Algo>(comm, a, send, in_e, recv, out_e, op);
@@ -186,8 +212,9 @@ void all_gather(communicator<Tr>& comm, const T* send, T* recv, index_t sendcoun
   const index_t in_e = c.elems("sendcount", sendcount), out_e = c.elems("sendcount", sendcount, n);
   c.buffer("send", send, in_e, "sendcount", sendcount);
   c.buffer("recv", recv, out_e, "sendcount", sendcount);
-  c.overlap(send, in_e, recv, out_e, true, -static_cast<std::ptrdiff_t>(static_cast<index_t>(r) * sendcount),
-            "send == recv + rank * sendcount");
+  const bool in_place = c.overlap(send, in_e, recv, out_e, true, -detail::block(r, sendcount),
+                                    "send == recv + rank * sendcount");
+  c.template in_place_algorithm<Algo>(in_place);
   coll_args a;
   a.count = sendcount;
   detail::run_checked<kind::all_gather, Algo>(comm, a, send, in_e, recv, out_e, op::none{});
@@ -204,7 +231,8 @@ void broadcast(communicator<Tr>& comm, const T* send, T* recv, index_t count, in
   const index_t in_e = r == root ? e : 0;
   c.buffer("send", send, in_e, "count", count);
   c.buffer("recv", recv, e, "count", count);
-  c.overlap(send, in_e, recv, e, true, 0, "send == recv");
+  const bool in_place = c.overlap(send, in_e, recv, e, true, 0, "send == recv");
+  c.template in_place_algorithm<Algo>(in_place);
   coll_args a;
   a.count = count;
   a.root = root;
@@ -222,7 +250,8 @@ void reduce(communicator<Tr>& comm, const T* send, T* recv, index_t count, Op op
   const index_t out_e = r == root ? e : 0;
   c.buffer("send", send, e, "count", count);
   c.buffer("recv", recv, out_e, "count", count);
-  c.overlap(send, e, recv, out_e, true, 0, "send == recv");
+  const bool in_place = c.overlap(send, e, recv, out_e, true, 0, "send == recv");
+  c.template in_place_algorithm<Algo>(in_place);
   coll_args a;
   a.count = count;
   a.root = root;
@@ -254,8 +283,9 @@ void gather(communicator<Tr>& comm, const T* send, T* recv, index_t count, int r
   const index_t out_e = r == root ? all_e : 0;
   c.buffer("send", send, in_e, "count", count);
   c.buffer("recv", recv, out_e, "count", count);
-  c.overlap(send, in_e, recv, out_e, true, -static_cast<std::ptrdiff_t>(static_cast<index_t>(root) * count),
-            "send == recv + root * count");
+  const bool in_place = c.overlap(send, in_e, recv, out_e, true, -detail::block(root, count),
+                                    "send == recv + root * count");
+  c.template in_place_algorithm<Algo>(in_place);
   coll_args a;
   a.count = count;
   a.root = root;
@@ -273,8 +303,9 @@ void scatter(communicator<Tr>& comm, const T* send, T* recv, index_t count, int 
   const index_t in_e = r == root ? all_e : 0;
   c.buffer("send", send, in_e, "count", count);
   c.buffer("recv", recv, out_e, "count", count);
-  c.overlap(send, in_e, recv, out_e, true, static_cast<std::ptrdiff_t>(static_cast<index_t>(root) * count),
-            "recv == send + root * count");
+  const bool in_place = c.overlap(send, in_e, recv, out_e, true, detail::block(root, count),
+                                    "recv == send + root * count");
+  c.template in_place_algorithm<Algo>(in_place);
   coll_args a;
   a.count = count;
   a.root = root;

@@ -1,6 +1,7 @@
 // Bad input to the host API: every check names the argument and the rank, runs before any data
 // moves (outputs, poisoned first, stay untouched), and leaves the other ranks failing with a
 // timeout rather than hanging when only some ranks pass the bad argument.
+#include <collcomm/algo/one_shot.hpp>
 #include <collcomm/host.hpp>
 
 #include <doctest/doctest.h>
@@ -208,6 +209,9 @@ TEST_CASE("bad input: every rank passes it — all throw, naming argument and ra
       {"send to n", "peer", [](comm_t& c, const float* s, float*) { collcomm::send(c, s, count, nranks); }},
       {"send to self", "peer", [](comm_t& c, const float* s, float*) { collcomm::send(c, s, count, c.rank()); }},
       {"recv from no_peer", "peer", [](comm_t& c, const float*, float* r) { collcomm::recv(c, r, count, collcomm::no_peer); }},
+      // an algorithm that cannot run in place, in place
+      {"one_shot in place", "recv",
+       [](comm_t& c, const float*, float* r) { collcomm::all_reduce<collcomm::algo::one_shot>(c, r, r, count); }},
   };
   collcomm::host::world w(nranks);
   for (const bad_case& bc : cases) {

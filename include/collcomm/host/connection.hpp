@@ -48,11 +48,11 @@ class connection {
 
   // --- the counters, with the ordering each use needs -------------------------------------------
   // Sender's own tail / receiver's own head: only that rank writes it, so relaxed is enough.
-  std::uint64_t own_tail() const noexcept { return detail::sys_atomic<std::uint64_t>(tail_).load(cuda::std::memory_order_relaxed); }
-  std::uint64_t own_head() const noexcept { return detail::sys_atomic<std::uint64_t>(head_).load(cuda::std::memory_order_relaxed); }
+  std::uint64_t own_tail() const noexcept { return counter(tail_).load(cuda::std::memory_order_relaxed); }
+  std::uint64_t own_head() const noexcept { return counter(head_).load(cuda::std::memory_order_relaxed); }
   // The peer's counter: acquire, so the peer's slot accesses before its release are visible.
-  std::uint64_t peer_tail() const noexcept { return detail::sys_atomic<std::uint64_t>(tail_).load(cuda::std::memory_order_acquire); }
-  std::uint64_t peer_head() const noexcept { return detail::sys_atomic<std::uint64_t>(head_).load(cuda::std::memory_order_acquire); }
+  std::uint64_t peer_tail() const noexcept { return counter(tail_).load(cuda::std::memory_order_acquire); }
+  std::uint64_t peer_head() const noexcept { return counter(head_).load(cuda::std::memory_order_acquire); }
 
   // Sender: is there a free slot for message `own_tail()`?
   bool can_send() const noexcept { return own_tail() - peer_head() < slots_; }
@@ -64,14 +64,18 @@ class connection {
 
   // Sender: message own_tail() is written; make it visible (release: data before counter).
   void publish() noexcept {
-    detail::sys_atomic<std::uint64_t>(tail_).store(own_tail() + 1, cuda::std::memory_order_release);
+    counter(tail_).store(own_tail() + 1, cuda::std::memory_order_release);
   }
   // Receiver: message own_head() is read; give its slot back (release: reads before reuse).
   void consume() noexcept {
-    detail::sys_atomic<std::uint64_t>(head_).store(own_head() + 1, cuda::std::memory_order_release);
+    counter(head_).store(own_head() + 1, cuda::std::memory_order_release);
   }
 
  private:
+  // System scope: the same statement the GPU executor makes for host-mapped counters, and what a
+  // world of processes over shared memory needs.
+  static detail::sys_atomic<std::uint64_t> counter(std::uint64_t& c) noexcept { return detail::sys_atomic<std::uint64_t>(c); }
+
   std::byte* slot(std::uint64_t m) noexcept { return memory_.get() + (m % slots_) * stride_; }
 
   struct aligned_delete {

@@ -7,6 +7,7 @@
 #include <collcomm/host/world.hpp>
 
 #include <exception>
+#include <string>
 #include <mutex>
 #include <system_error>
 #include <thread>
@@ -44,9 +45,9 @@ void run_ranks(world& w, F&& f) {
     }
   } catch (const std::system_error& e) {
     // Could not start every rank: the ones started time out waiting for the rest.
-    record(std::make_exception_ptr(error(errc::system, no_rank,
-                                         collcomm::detail::format_error("host::run_ranks", no_rank,
-                                                                        std::string("cannot start a thread per rank: ") + e.what()))));
+    const std::string msg = std::string("cannot start a thread per rank: ") + e.what();
+    record(std::make_exception_ptr(
+        error(errc::system, no_rank, collcomm::detail::format_error("host::run_ranks", no_rank, msg))));
   }
   for (auto& t : threads) t.join();
   if (first) std::rethrow_exception(first);

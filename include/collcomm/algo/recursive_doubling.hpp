@@ -3,7 +3,8 @@
 //
 // Let m be the largest power of two <= n and e = n - m. Ranks m..n-1 ("extra" ranks) first fold
 // into ranks 0..e-1 (rank m+i sends to rank i), the m ranks 0..m-1 run recursive doubling — at
-// step s, rank v exchanges with v ^ 2^s — and at the end rank i sends the result to rank m+i.
+// step s, rank v exchanges with v ^ 2^s — and at the end the result goes to rank m+i (from rank i
+// for all_reduce; for all_gather each block from the rank that first held it).
 // Every exchange is interleaved piece by piece (send piece j, then receive piece j), so partners
 // move in lockstep and a single slot per connection suffices.
 //
@@ -12,8 +13,8 @@
 // bitwise identical results (the same reduction tree up to commutation); the last step
 // finalizes, and the extra ranks receive the finalized values as they are.
 // Bytes each rank sends: all_reduce log2(m) * count (ranks 0..e-1 and the extra ranks: + count);
-// all_gather (m - 1) * count plus the extra ranks' blocks in the groups (n - 1 blocks in all for a
-// power of two), and rank i < e also sends n - 1 blocks to rank m + i.
+// all_gather (n-1) * count for a power of two; otherwise (m-1) * count plus the extra blocks its
+// groups hold, plus its one or two blocks to each extra rank — at most (m-1 + n-m + n-1) * count.
 #pragma once
 
 #include <collcomm/algo/primitives.hpp>
@@ -93,14 +94,18 @@ struct recursive_doubling {
       return range{static_cast<index_t>(blk) * cnt + off, min_of(step, mine.begin + mine.size - off)};
     };
     const index_t end = mine.begin + mine.size;
-    if (r >= m) {  // an extra rank: hand its block to rank r - m, receive every other block back
+    // Extra rank m+i folds its block into rank i; at the end it gets each block from the rank
+    // that first held it (block b < m from rank b, block m+j from rank j), which spreads the
+    // extra ranks' results over all m ranks: every rank sends at most (m-1 + n-m + n-1) blocks.
+    auto first_holder = [&](int blk) { return blk < m ? blk : blk - m; };
+    if (r >= m) {
       for (index_t off = mine.begin; off < end; off += step)
         p.copy_send(in(off), out(static_cast<index_t>(r) * cnt + off), r - m, min_of(step, end - off));
       for (int b = 0; b < n; ++b) {
         if (b == r) continue;
         for (index_t j = 0; j < pieces; ++j) {
           const range c = msg(b, j);
-          p.recv(r - m, out(c.begin), c.size);
+          p.recv(first_holder(b), out(c.begin), c.size);
         }
       }
       return;
@@ -128,14 +133,15 @@ struct recursive_doubling {
         }
       }
     }
-    if (r < extra)
-      for (int b = 0; b < n; ++b) {
-        if (b == r + m) continue;
+    for (int x = m; x < n; ++x) {  // our blocks (r, and r + m when we host it) to each extra rank
+      for (int b = r; b < n; b += m) {  // b = r, then r + m (n < 2m)
+        if (b == x) continue;
         for (index_t j = 0; j < pieces; ++j) {
           const range c = msg(b, j);
-          p.send(r + m, out(c.begin), c.size);
+          p.send(x, out(c.begin), c.size);
         }
       }
+    }
   }
 };
 

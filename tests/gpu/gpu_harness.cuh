@@ -1,0 +1,244 @@
+// tests/gpu/gpu_harness.cuh — runs one collective on the GPU executor among N ranks (threads of
+// this process, one stream each, all on GPU 0) and checks every output element.
+//
+// Inputs are small integers chosen per type and op so that every partial result of every
+// reduction order is exact in the element type (the nccl-tests idea): then the reference, the
+// same op applied on the host in rank order, must match bit for bit, and any lost, doubled or
+// misplaced contribution shows. Outputs are poisoned first; outputs that are not significant on
+// a rank must keep their poison.
+#pragma once
+
+#include <collcomm/transport/nvlink.hpp>
+#include <common/matrix.hpp>
+#include <doctest/doctest.h>
+
+#include <cuda_runtime.h>
+
+#include <barrier>
+#include <cstring>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace collcomm_gpu_test {
+using namespace collcomm;
+
+inline unsigned fresh_seed() {
+  static const unsigned s = std::random_device{}();
+  return s;
+}
+
+// Largest integer below which every integer is exact, per element type.
+template <class T>
+constexpr double exact_limit() {
+  if constexpr (std::is_same_v<T, __half>) return 2048;
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>) return 256;
+  else if constexpr (std::is_same_v<T, __nv_fp8_e4m3>) return 16;
+  else if constexpr (std::is_same_v<T, __nv_fp8_e5m2>) return 8;
+  else if constexpr (std::is_same_v<T, float>) return 1 << 24;
+  else return 1e15;  // f64 and the integers (integers wrap exactly anyway)
+}
+
+template <class T, class Op>
+T random_value(std::mt19937_64& g, int nranks) {
+  using A = accum_t<T>;
+  if constexpr (is_integer_element<T>) {
+    // Integers are exact modulo 2^bits in any order: any value will do.
+    return static_cast<T>(g());
+  } else {
+    const bool multiplies = std::is_same_v<Op, op::prod>;
+    int span = multiplies ? 1 : static_cast<int>(exact_limit<T>() / (2.0 * nranks));
+    if (span < 1) span = 1;
+    std::uniform_int_distribution<int> d(-span, span);
+    int v = d(g);
+    if (multiplies && v == 0) v = 1;  // products of +-1 are exact in every order
+    return from_accum<T>(static_cast<A>(v));
+  }
+}
+
+template <class T>
+bool same_bits(T a, T b) { return std::memcmp(&a, &b, sizeof(T)) == 0; }
+
+template <class T>
+std::string show(T x) {
+  std::ostringstream o;
+  if constexpr (std::is_integral_v<T>) o << static_cast<long long>(x);
+  else o << static_cast<double>(to_accum(x));
+  return o.str();
+}
+
+struct case_config {
+  int nranks = 2;
+  index_t count = 0;
+  int root = 0;
+  bool in_place = false;
+};
+
+// Expected outputs per rank (nullopt: not significant, must stay poisoned).
+template <class K, class T, class Op>
+std::vector<std::optional<std::vector<T>>> reference(const std::vector<std::vector<T>>& x, const case_config& c, const Op& op) {
+  using A = accum_t<T>;
+  const int n = c.nranks;
+  const index_t cnt = c.count;
+  auto reduced = [&](index_t idx) {
+    A v{};
+    for (int s = 0; s < n; ++s) {
+      A e = apply_pre(op, to_accum(x[s][idx]));
+      v = s == 0 ? e : static_cast<A>(op(v, e));
+    }
+    return from_accum<T>(apply_post(op, v, n));
+  };
+  std::vector<std::optional<std::vector<T>>> out(n);
+  for (int r = 0; r < n; ++r) {
+    std::vector<T> o;
+    if constexpr (std::is_same_v<K, kind::all_reduce>) { for (index_t i = 0; i < cnt; ++i) o.push_back(reduced(i)); }
+    else if constexpr (std::is_same_v<K, kind::reduce_scatter>) { for (index_t i = 0; i < cnt; ++i) o.push_back(reduced(r * cnt + i)); }
+    else if constexpr (std::is_same_v<K, kind::all_gather>) { for (int s = 0; s < n; ++s) for (index_t i = 0; i < cnt; ++i) o.push_back(x[s][i]); }
+    else if constexpr (std::is_same_v<K, kind::broadcast>) { o = std::vector<T>(x[c.root].begin(), x[c.root].begin() + cnt); }
+    else if constexpr (std::is_same_v<K, kind::reduce>) { if (r != c.root) continue; for (index_t i = 0; i < cnt; ++i) o.push_back(reduced(i)); }
+    else if constexpr (std::is_same_v<K, kind::all_to_all>) { for (int s = 0; s < n; ++s) for (index_t i = 0; i < cnt; ++i) o.push_back(x[s][r * cnt + i]); }
+    else if constexpr (std::is_same_v<K, kind::gather>) { if (r != c.root) continue; for (int s = 0; s < n; ++s) for (index_t i = 0; i < cnt; ++i) o.push_back(x[s][i]); }
+    else if constexpr (std::is_same_v<K, kind::scatter>) { for (index_t i = 0; i < cnt; ++i) o.push_back(x[c.root][r * cnt + i]); }
+    else if constexpr (std::is_same_v<K, kind::send_recv>) { const int from = mod(r - 1, n); o = std::vector<T>(x[from].begin(), x[from].begin() + cnt); }
+    out[r] = std::move(o);
+  }
+  return out;
+}
+
+// Where the input sits inside the output buffer for an in-place call (elements), or -1.
+template <class K>
+long in_place_offset(const case_config& c, int rank) {
+  if constexpr (std::is_same_v<K, kind::all_reduce> || std::is_same_v<K, kind::broadcast> || std::is_same_v<K, kind::reduce>) return 0;
+  else if constexpr (std::is_same_v<K, kind::all_gather>) return static_cast<long>(rank * c.count);
+  else if constexpr (std::is_same_v<K, kind::gather>) return rank == c.root ? static_cast<long>(rank * c.count) : -1;
+  else return -1;
+}
+template <class K>
+constexpr bool has_in_place = std::is_same_v<K, kind::all_reduce> || std::is_same_v<K, kind::broadcast> ||
+                              std::is_same_v<K, kind::reduce> || std::is_same_v<K, kind::all_gather> ||
+                              std::is_same_v<K, kind::gather> || std::is_same_v<K, kind::reduce_scatter>;
+
+#define GPU_CHECK(x) REQUIRE_EQ((x), cudaSuccess)
+
+// Runs the case; returns the first mismatch as text ("" when every element is right).
+template <class K, class Algo, class T, class Op>
+std::string run_case(gpu::world& w, const case_config& c, const Op& op, bool use_graph = false) {
+  const int n = c.nranks;
+  coll_args base{};
+  base.nranks = n;
+  base.count = c.count;
+  base.root = c.root;
+  const index_t in_n = input_elems<K>(base), out_n = output_elems<K>(base);
+  std::mt19937_64 g(fresh_seed() ^ (c.count * 7919u) ^ static_cast<unsigned>(n));
+  std::vector<std::vector<T>> x(n, std::vector<T>(in_n));
+  for (auto& v : x) for (auto& e : v) e = random_value<T, Op>(g, n);
+  const auto expect = reference<K>(x, c, op);
+
+  std::vector<std::string> errors(n);
+  std::vector<std::thread> threads;
+  // Ranks spin-wait for each other inside their kernels, and cudaMalloc, cudaMemset, cudaFree and
+  // graph instantiation may wait for every kernel on the device: so no rank may call them while a
+  // peer's kernel runs. Every rank prepares, all launch, all synchronize, then all clean up.
+  std::barrier sync_point(n);
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        cudaSetDevice(w.device_of(r));
+        cudaStream_t s;
+        cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+        // reduce_scatter in place: the output is block `rank` of the input.
+        const bool rs_in_place = c.in_place && std::is_same_v<K, kind::reduce_scatter>;
+        const long ip = c.in_place ? in_place_offset<K>(c, r) : -1;
+        const index_t out_alloc = rs_in_place ? in_n : out_n;
+        T *d_in = nullptr, *d_out = nullptr;
+        cudaMalloc(&d_out, (out_alloc + 1) * sizeof(T));
+        cudaMemset(d_out, 0xA5, (out_alloc + 1) * sizeof(T));  // poison
+        T* out_ptr = d_out;
+        if (rs_in_place) {
+          d_in = d_out;
+          out_ptr = d_out + r * c.count;
+          cudaMemcpy(d_in, x[r].data(), in_n * sizeof(T), cudaMemcpyHostToDevice);
+        } else if (ip >= 0) {
+          d_in = d_out + ip;
+          cudaMemcpy(d_in, x[r].data(), in_n * sizeof(T), cudaMemcpyHostToDevice);
+        } else {
+          cudaMalloc(&d_in, (in_n + 1) * sizeof(T));
+          cudaMemcpy(d_in, x[r].data(), in_n * sizeof(T), cudaMemcpyHostToDevice);
+        }
+        coll_args a = base;
+        a.rank = r;
+        if constexpr (std::is_same_v<K, kind::send_recv>) {
+          a.send_peer = mod(r + 1, n);
+          a.recv_peer = mod(r - 1, n);
+        }
+        std::string launch_error;
+        auto launch = [&] {
+          try {
+            gpu::launch<K, Algo>(w, r, a, d_in, out_ptr, op, s);
+          } catch (const std::exception& ex) {
+            launch_error = ex.what();
+          }
+        };
+        gpu::preload<K, Algo, T, Op>();
+        cudaDeviceSynchronize();
+        sync_point.arrive_and_wait();  // every rank's setup is done before anyone captures
+        cudaGraph_t graph = nullptr;
+        cudaGraphExec_t exec = nullptr;
+        if (use_graph) {
+          cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+          launch();
+          cudaStreamEndCapture(s, &graph);
+          cudaGraphInstantiate(&exec, graph, 0);
+        }
+        cudaDeviceSynchronize();
+        sync_point.arrive_and_wait();
+        if (use_graph) {
+          // Replays: the inputs are unchanged unless in place, so replay several times out of place.
+          for (int i = 0; i < (c.in_place ? 1 : 3); ++i) cudaGraphLaunch(exec, s);
+        } else {
+          launch();
+        }
+        const cudaError_t e = cudaStreamSynchronize(s);
+        sync_point.arrive_and_wait();
+        if (use_graph) {
+          cudaGraphExecDestroy(exec);
+          cudaGraphDestroy(graph);
+        }
+        if (!launch_error.empty()) { errors[r] = launch_error; return; }
+        if (e != cudaSuccess) { errors[r] = std::string("CUDA: ") + cudaGetErrorString(e); return; }
+        gpu::check_stall(w, r);
+        std::vector<T> got(out_alloc + 1);
+        cudaMemcpy(got.data(), d_out, (out_alloc + 1) * sizeof(T), cudaMemcpyDeviceToHost);
+        T poison;
+        std::memset(&poison, 0xA5, sizeof(T));
+        const index_t base_off = rs_in_place ? r * c.count : 0;
+        std::ostringstream msg;
+        if (expect[r]) {
+          const auto& ex = *expect[r];
+          for (index_t i = 0; i < ex.size(); ++i)
+            if (!same_bits(got[base_off + i], ex[i])) {
+              msg << "rank " << r << " element " << i << ": got " << show(got[base_off + i]) << " expected " << show(ex[i]);
+              break;
+            }
+        } else if (ip < 0) {
+          for (index_t i = 0; i < out_n; ++i)
+            if (!same_bits(got[i], poison)) { msg << "rank " << r << " non-significant output element " << i << " was written"; break; }
+        }
+        if (!same_bits(got[out_alloc], poison)) msg << "rank " << r << " wrote past the end of its output";
+        errors[r] = msg.str();
+        if (d_in != d_out && !rs_in_place && ip < 0) cudaFree(d_in);
+        cudaFree(d_out);
+        cudaStreamDestroy(s);
+      } catch (const std::exception& ex) {
+        errors[r] = ex.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (auto& e : errors) if (!e.empty()) return e;
+  return {};
+}
+
+}  // namespace collcomm_gpu_test

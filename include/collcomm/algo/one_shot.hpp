@@ -10,7 +10,8 @@
 // NOT in-place safe: in place, a rank overwrites its input while its peers may still be reading
 // it, and no ordering of one-shot's reads and writes can avoid that without a scratch buffer
 // (every rank must both read element x of every input and write element x of its own). Use
-// two_shot for in-place calls; the symbolic verifier reports the race if one_shot is run in place.
+// two_shot for in-place calls. `in_place_safe = false` says so: the host API refuses in-place
+// calls and the symbolic sweep checks one_shot out of place only.
 #pragma once
 
 #include <collcomm/algo/primitives.hpp>

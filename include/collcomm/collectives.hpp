@@ -1,4 +1,5 @@
-// collcomm/collectives.hpp — the host API: one blocking function per collective kind.
+// collcomm/collectives.hpp — the host API: one function per collective kind (blocking on the host
+// executor, stream-ordered and asynchronous on the GPU executor).
 //
 // Each function is a template over the algorithm (first template argument, with a default), the
 // transport (from the communicator), the element type (from the pointers) and the op (from the
@@ -28,6 +29,10 @@
 // rank that passed it throws, and for that rank the call did not happen: its peers wait for it,
 // and fail with errc::timeout when their waits run out (host executor) unless it makes the call
 // again with good arguments.
+//
+// Transports that run asynchronously take one more, last argument: the GPU executor
+// (communicator<transport::nvlink>) takes the cudaStream_t the call is ordered on, e.g.
+//   collcomm::all_reduce(comm, send, recv, count, collcomm::op::sum{}, stream);
 //
 // Example (host executor):
 //   collcomm::host::world w(4);
@@ -164,18 +169,19 @@ constexpr std::ptrdiff_t block(int b, index_t count) noexcept {
   return static_cast<std::ptrdiff_t>(static_cast<index_t>(b) * count);
 }
 
-template <class K, class Algo, class Tr, class T, class Op>
+// `extra` goes to the transport: nothing for the host executor, the cudaStream_t for the GPU's.
+template <class K, class Algo, class Tr, class T, class Op, class... Extra>
 void run_checked(communicator<Tr>& comm, const coll_args& a, const T* in, index_t in_elems, T* out, index_t out_elems,
-                 const Op& op) {
+                 const Op& op, Extra... extra) {
   // Where a buffer is not significant its pointer is not passed on: a schedule cannot touch it.
-  comm.template run<K, Algo>(a, in_elems ? in : nullptr, in_elems, out_elems ? out : nullptr, out_elems, op);
+  comm.template run<K, Algo>(a, in_elems ? in : nullptr, in_elems, out_elems ? out : nullptr, out_elems, op, extra...);
 }
 
 }  // namespace detail
 
 // recv[i] = op over ranks of send[i], for i < count.
-template <class Algo = algo::ring, class Tr, class T, class Op = op::sum>
-void all_reduce(communicator<Tr>& comm, const T* send, T* recv, index_t count, Op op = {}) {
+template <class Algo = algo::ring, class Tr, class T, class Op = op::sum, class... Extra>
+void all_reduce(communicator<Tr>& comm, const T* send, T* recv, index_t count, Op op = {}, Extra... extra) {
   check_composition<kind::all_reduce, Algo, Tr, Op, T>();
   const detail::arg_checker<T> c(kind::all_reduce::name, comm.rank(), comm.size());
   const index_t e = c.elems("count", count);
@@ -185,12 +191,12 @@ void all_reduce(communicator<Tr>& comm, const T* send, T* recv, index_t count, O
   c.template in_place_algorithm<Algo>(in_place);
   coll_args a;
   a.count = count;
-  detail::run_checked<kind::all_reduce, Algo>(comm, a, send, e, recv, e, op);
+  detail::run_checked<kind::all_reduce, Algo>(comm, a, send, e, recv, e, op, extra...);
 }
 
 // recv[i] = op over ranks of send[rank * recvcount + i], for i < recvcount.
-template <class Algo = algo::ring, class Tr, class T, class Op = op::sum>
-void reduce_scatter(communicator<Tr>& comm, const T* send, T* recv, index_t recvcount, Op op = {}) {
+template <class Algo = algo::ring, class Tr, class T, class Op = op::sum, class... Extra>
+void reduce_scatter(communicator<Tr>& comm, const T* send, T* recv, index_t recvcount, Op op = {}, Extra... extra) {
   check_composition<kind::reduce_scatter, Algo, Tr, Op, T>();
   const int r = comm.rank(), n = comm.size();
   const detail::arg_checker<T> c(kind::reduce_scatter::name, r, n);
@@ -202,12 +208,12 @@ void reduce_scatter(communicator<Tr>& comm, const T* send, T* recv, index_t recv
   c.template in_place_algorithm<Algo>(in_place);
   coll_args a;
   a.count = recvcount;
-  detail::run_checked<kind::reduce_scatter, Algo>(comm, a, send, in_e, recv, out_e, op);
+  detail::run_checked<kind::reduce_scatter, Algo>(comm, a, send, in_e, recv, out_e, op, extra...);
 }
 
 // recv[q * sendcount + i] = rank q's send[i].
-template <class Algo = algo::ring, class Tr, class T>
-void all_gather(communicator<Tr>& comm, const T* send, T* recv, index_t sendcount) {
+template <class Algo = algo::ring, class Tr, class T, class... Extra>
+void all_gather(communicator<Tr>& comm, const T* send, T* recv, index_t sendcount, Extra... extra) {
   check_composition<kind::all_gather, Algo, Tr, op::none, T>();
   const int r = comm.rank(), n = comm.size();
   const detail::arg_checker<T> c(kind::all_gather::name, r, n);
@@ -219,12 +225,12 @@ void all_gather(communicator<Tr>& comm, const T* send, T* recv, index_t sendcoun
   c.template in_place_algorithm<Algo>(in_place);
   coll_args a;
   a.count = sendcount;
-  detail::run_checked<kind::all_gather, Algo>(comm, a, send, in_e, recv, out_e, op::none{});
+  detail::run_checked<kind::all_gather, Algo>(comm, a, send, in_e, recv, out_e, op::none{}, extra...);
 }
 
 // recv[i] = root's send[i]. send is significant at the root only.
-template <class Algo = algo::ring, class Tr, class T>
-void broadcast(communicator<Tr>& comm, const T* send, T* recv, index_t count, int root) {
+template <class Algo = algo::ring, class Tr, class T, class... Extra>
+void broadcast(communicator<Tr>& comm, const T* send, T* recv, index_t count, int root, Extra... extra) {
   check_composition<kind::broadcast, Algo, Tr, op::none, T>();
   const int r = comm.rank();
   const detail::arg_checker<T> c(kind::broadcast::name, r, comm.size());
@@ -238,12 +244,12 @@ void broadcast(communicator<Tr>& comm, const T* send, T* recv, index_t count, in
   coll_args a;
   a.count = count;
   a.root = root;
-  detail::run_checked<kind::broadcast, Algo>(comm, a, send, in_e, recv, e, op::none{});
+  detail::run_checked<kind::broadcast, Algo>(comm, a, send, in_e, recv, e, op::none{}, extra...);
 }
 
 // At the root: recv[i] = op over ranks of send[i]. recv is significant at the root only.
-template <class Algo = algo::ring, class Tr, class T, class Op>
-void reduce(communicator<Tr>& comm, const T* send, T* recv, index_t count, Op op, int root) {
+template <class Algo = algo::ring, class Tr, class T, class Op, class... Extra>
+void reduce(communicator<Tr>& comm, const T* send, T* recv, index_t count, Op op, int root, Extra... extra) {
   check_composition<kind::reduce, Algo, Tr, Op, T>();
   const int r = comm.rank();
   const detail::arg_checker<T> c(kind::reduce::name, r, comm.size());
@@ -257,12 +263,12 @@ void reduce(communicator<Tr>& comm, const T* send, T* recv, index_t count, Op op
   coll_args a;
   a.count = count;
   a.root = root;
-  detail::run_checked<kind::reduce, Algo>(comm, a, send, e, recv, out_e, op);
+  detail::run_checked<kind::reduce, Algo>(comm, a, send, e, recv, out_e, op, extra...);
 }
 
 // recv[q * count + i] = rank q's send[rank * count + i]: block q of send goes to rank q.
-template <class Algo = algo::pairwise, class Tr, class T>
-void all_to_all(communicator<Tr>& comm, const T* send, T* recv, index_t count) {
+template <class Algo = algo::pairwise, class Tr, class T, class... Extra>
+void all_to_all(communicator<Tr>& comm, const T* send, T* recv, index_t count, Extra... extra) {
   check_composition<kind::all_to_all, Algo, Tr, op::none, T>();
   const detail::arg_checker<T> c(kind::all_to_all::name, comm.rank(), comm.size());
   const index_t e = c.elems("count", count, comm.size());
@@ -271,12 +277,12 @@ void all_to_all(communicator<Tr>& comm, const T* send, T* recv, index_t count) {
   c.overlap(send, e, recv, e, false, 0, "");
   coll_args a;
   a.count = count;
-  detail::run_checked<kind::all_to_all, Algo>(comm, a, send, e, recv, e, op::none{});
+  detail::run_checked<kind::all_to_all, Algo>(comm, a, send, e, recv, e, op::none{}, extra...);
 }
 
 // At the root: recv[q * count + i] = rank q's send[i]. recv is significant at the root only.
-template <class Algo = algo::linear, class Tr, class T>
-void gather(communicator<Tr>& comm, const T* send, T* recv, index_t count, int root) {
+template <class Algo = algo::linear, class Tr, class T, class... Extra>
+void gather(communicator<Tr>& comm, const T* send, T* recv, index_t count, int root, Extra... extra) {
   check_composition<kind::gather, Algo, Tr, op::none, T>();
   const int r = comm.rank();
   const detail::arg_checker<T> c(kind::gather::name, r, comm.size());
@@ -291,12 +297,12 @@ void gather(communicator<Tr>& comm, const T* send, T* recv, index_t count, int r
   coll_args a;
   a.count = count;
   a.root = root;
-  detail::run_checked<kind::gather, Algo>(comm, a, send, in_e, recv, out_e, op::none{});
+  detail::run_checked<kind::gather, Algo>(comm, a, send, in_e, recv, out_e, op::none{}, extra...);
 }
 
 // recv[i] = root's send[rank * count + i]. send is significant at the root only.
-template <class Algo = algo::linear, class Tr, class T>
-void scatter(communicator<Tr>& comm, const T* send, T* recv, index_t count, int root) {
+template <class Algo = algo::linear, class Tr, class T, class... Extra>
+void scatter(communicator<Tr>& comm, const T* send, T* recv, index_t count, int root, Extra... extra) {
   check_composition<kind::scatter, Algo, Tr, op::none, T>();
   const int r = comm.rank();
   const detail::arg_checker<T> c(kind::scatter::name, r, comm.size());
@@ -311,14 +317,14 @@ void scatter(communicator<Tr>& comm, const T* send, T* recv, index_t count, int 
   coll_args a;
   a.count = count;
   a.root = root;
-  detail::run_checked<kind::scatter, Algo>(comm, a, send, in_e, recv, out_e, op::none{});
+  detail::run_checked<kind::scatter, Algo>(comm, a, send, in_e, recv, out_e, op::none{}, extra...);
 }
 
 // Sends send[0, count) to send_peer and receives recv[0, count) from recv_peer, at once (no
 // deadlock when two ranks exchange). Either peer may be no_peer: that side (and its buffer) is
 // ignored. A rank may send to itself when it also receives from itself (a copy).
-template <class Algo = algo::p2p, class Tr, class T>
-void send_recv(communicator<Tr>& comm, const T* send, int send_peer, T* recv, int recv_peer, index_t count) {
+template <class Algo = algo::p2p, class Tr, class T, class... Extra>
+void send_recv(communicator<Tr>& comm, const T* send, int send_peer, T* recv, int recv_peer, index_t count, Extra... extra) {
   check_composition<kind::send_recv, Algo, Tr, op::none, T>();
   const detail::arg_checker<T> c(kind::send_recv::name, comm.rank(), comm.size());
   const index_t e = c.elems("count", count);
@@ -336,12 +342,12 @@ void send_recv(communicator<Tr>& comm, const T* send, int send_peer, T* recv, in
   a.count = count;
   a.send_peer = send_peer;
   a.recv_peer = recv_peer;
-  detail::run_checked<kind::send_recv, Algo>(comm, a, send, in_e, recv, out_e, op::none{});
+  detail::run_checked<kind::send_recv, Algo>(comm, a, send, in_e, recv, out_e, op::none{}, extra...);
 }
 
 // Blocking send of buf[0, count) to `peer` (not this rank); matched by recv on the peer.
-template <class Algo = algo::p2p, class Tr, class T>
-void send(communicator<Tr>& comm, const T* buf, index_t count, int peer) {
+template <class Algo = algo::p2p, class Tr, class T, class... Extra>
+void send(communicator<Tr>& comm, const T* buf, index_t count, int peer, Extra... extra) {
   check_composition<kind::send_recv, Algo, Tr, op::none, T>();
   const detail::arg_checker<T> c("send", comm.rank(), comm.size());
   const index_t e = c.elems("count", count);
@@ -350,12 +356,12 @@ void send(communicator<Tr>& comm, const T* buf, index_t count, int peer) {
   coll_args a;
   a.count = count;
   a.send_peer = peer;
-  detail::run_checked<kind::send_recv, Algo>(comm, a, buf, e, static_cast<T*>(nullptr), 0, op::none{});
+  detail::run_checked<kind::send_recv, Algo>(comm, a, buf, e, static_cast<T*>(nullptr), 0, op::none{}, extra...);
 }
 
 // Blocking receive of buf[0, count) from `peer` (not this rank); matched by send on the peer.
-template <class Algo = algo::p2p, class Tr, class T>
-void recv(communicator<Tr>& comm, T* buf, index_t count, int peer) {
+template <class Algo = algo::p2p, class Tr, class T, class... Extra>
+void recv(communicator<Tr>& comm, T* buf, index_t count, int peer, Extra... extra) {
   check_composition<kind::send_recv, Algo, Tr, op::none, T>();
   const detail::arg_checker<T> c("recv", comm.rank(), comm.size());
   const index_t e = c.elems("count", count);
@@ -364,7 +370,7 @@ void recv(communicator<Tr>& comm, T* buf, index_t count, int peer) {
   coll_args a;
   a.count = count;
   a.recv_peer = peer;
-  detail::run_checked<kind::send_recv, Algo>(comm, a, static_cast<const T*>(nullptr), 0, buf, e, op::none{});
+  detail::run_checked<kind::send_recv, Algo>(comm, a, static_cast<const T*>(nullptr), 0, buf, e, op::none{}, extra...);
 }
 
 COLLCOMM_NAMESPACE_END

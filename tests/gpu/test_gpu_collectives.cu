@@ -20,7 +20,7 @@ void run_all_schedules(int n, int channels) {
   gpu::world w(n, {}, o);
   for_each_schedule([&]<class K, class A>(std::type_identity<K>, std::type_identity<A>) {
     for (index_t count : {index_t{0}, index_t{1}, static_cast<index_t>(n + 1), index_t{1031}, index_t{40009}}) {
-      for (int place = 0; place < (has_in_place<K> ? 2 : 1); ++place) {
+      for (int place = 0; place < (has_in_place<K> && supports_in_place<A> ? 2 : 1); ++place) {
         const int roots[] = {0, n - 1};
         for (int root : roots) {
           if (!K::rooted && root != 0) continue;

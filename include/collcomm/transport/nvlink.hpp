@@ -14,13 +14,16 @@
 // refuses, with an error, what cannot co-reside (fewer channels make it fit).
 #pragma once
 
+#include <collcomm/communicator.hpp>
 #include <collcomm/error.hpp>
 #include <collcomm/kernels/collective_kernel.cuh>
 #include <collcomm/transport/nvlink_device.hpp>
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <chrono>
+#include <mutex>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -110,6 +113,19 @@ class world {
     for (const auto& [dev, fifos] : fifo_tables_)
       if (dev == device_of(rank)) h.fifos = fifos;
     return h;
+  }
+
+  // Set once a rank reported a stall: the connections' counts no longer agree, so later launches
+  // are refused (errc::aborted) rather than pairing the wrong messages.
+  void mark_failed(std::string why) {
+    std::lock_guard<std::mutex> lock(failed_mutex_);
+    if (failed_why_.empty()) failed_why_ = std::move(why);
+    failed_.store(true);
+  }
+  void check_usable(const char* what, int rank) const {
+    if (!failed_.load()) return;
+    std::lock_guard<std::mutex> lock(failed_mutex_);
+    detail::fail(errc::aborted, what, rank, "the GPU world failed earlier and cannot be used: " + failed_why_);
   }
 
   // The stall a rank's kernel recorded (stalled == 0: none). Call after the stream synchronized.
@@ -202,6 +218,9 @@ class world {
   std::vector<std::pair<int, transport::fifo_view*>> fifo_tables_;  // (device, table on it)
   std::vector<std::pair<int, void*>> allocations_;
   void* host_stall_ = nullptr;
+  std::atomic<bool> failed_{false};
+  mutable std::mutex failed_mutex_;
+  std::string failed_why_;
 };
 
 // Loads the kernel of a composition on the current device. With CUDA's lazy loading, the first
@@ -217,7 +236,8 @@ void preload() {
 // Enqueues rank `rank`'s part of collective K on `stream`. Asynchronous; capturable into a CUDA
 // graph (nothing here allocates, maps or synchronizes).
 template <class K, class Algo, class Tuning = kernels::tuning<>, class T, class Op>
-void launch(const world& w, int rank, coll_args a, const T* in, T* out, Op op, cudaStream_t stream) {
+void launch(world& w, int rank, coll_args a, const T* in, T* out, Op op, cudaStream_t stream) {
+  w.check_usable(K::name, rank);
   const int device = w.device_of(rank);
   detail::device_guard guard(device);
   auto* kernel = &kernels::collective_kernel<K, Algo, T, Op, Tuning>;
@@ -246,7 +266,7 @@ void launch(const world& w, int rank, coll_args a, const T* in, T* out, Op op, c
 
 // Throws the stall rank `rank` recorded, if any: who waited, for which peer, on which channel and
 // message. Call after the rank's stream synchronized.
-inline void check_stall(const world& w, int rank) {
+inline void check_stall(world& w, int rank) {
   const transport::stall_record s = w.stall_of(rank);
   if (!s.stalled) return;
   const char* what = s.what == transport::stall_recv ? "a message from"
@@ -256,8 +276,41 @@ inline void check_stall(const world& w, int rank) {
   std::string msg = std::string("timed out waiting for ") + what;
   if (s.peer != no_peer) msg += " rank " + std::to_string(s.peer);
   msg += " (channel " + std::to_string(s.channel) + ", step " + std::to_string(s.step) + ")";
+  w.mark_failed("rank " + std::to_string(s.rank) + " " + msg);
   detail::fail(s.what == transport::stall_size ? errc::invalid_argument : errc::timeout, "gpu collective", s.rank, msg);
 }
 
 }  // namespace gpu
+
+// The GPU executor's communicator: rank `rank` of a gpu::world of ranks in this process. Calls
+// are asynchronous on the stream passed as the collective's last argument; after synchronizing
+// that stream, check() reports a stalled peer (a rank that never joined) as an error.
+template <>
+class communicator<transport::nvlink> {
+ public:
+  using transport_type = transport::nvlink;
+
+  communicator(gpu::world& w, int rank) : w_(&w), rank_(rank) {
+    if (rank < 0 || rank >= w.nranks())
+      detail::fail(errc::invalid_argument, "communicator", rank,
+                   "argument 'rank' = " + std::to_string(rank) + " is out of range [0, " + std::to_string(w.nranks()) + ")");
+  }
+  int rank() const noexcept { return rank_; }
+  int size() const noexcept { return w_->nranks(); }
+  gpu::world& gpu_world() const noexcept { return *w_; }
+
+  // Throws the stall this rank's kernels recorded, if any (call after the stream synchronized).
+  void check() const { gpu::check_stall(*w_, rank_); }
+
+  template <class K, class Algo, class T, class Op>
+  void run(coll_args a, const T* in, index_t, T* out, index_t, const Op& op, cudaStream_t stream) const {
+    a.rank = rank_;
+    a.nranks = w_->nranks();
+    gpu::launch<K, Algo>(*w_, rank_, a, in, out, op, stream);
+  }
+
+ private:
+  gpu::world* w_;
+  int rank_;
+};
 COLLCOMM_NAMESPACE_END

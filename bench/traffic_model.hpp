@@ -1,0 +1,63 @@
+// bench/traffic_model.hpp — how many bytes of device memory a schedule's kernels must read and
+// write, counted by running the schedule over a primitives object that only counts (the same
+// idea as the symbolic executor's byte model, for memory instead of messages).
+//
+// Per element of a call: every received message is read once from its slot, the local source
+// is read once, the destination written once, and each outgoing slot written once; a direct
+// reduce reads every rank's source once. The total over all ranks and channels, divided by the
+// time of the collective, is the memory bandwidth the collective achieved — comparable with the
+// device's copy bandwidth measured as (read + write bytes) / time.
+#pragma once
+
+#include <collcomm/algo/primitives.hpp>
+#include <collcomm/kinds.hpp>
+
+#include <cstdint>
+
+namespace collcomm_bench {
+using namespace collcomm;
+
+struct traffic_counter {
+  index_t slot;
+  index_t align;
+  int nranks;
+  std::uint64_t elems = 0;  // element reads + writes
+
+  index_t slot_elems() const { return slot; }
+  index_t align_elems() const { return align; }
+  void add(int reads, int writes, index_t n) { elems += static_cast<std::uint64_t>(reads + writes) * n; }
+  void send(peers to, buf_ref, index_t n) { add(1, to.size, n); }
+  void recv(peers from, buf_ref, index_t n) { add(from.size, 1, n); }
+  void recv_reduce_send(peers from, buf_ref, peers to, index_t n) { add(from.size + 1, to.size, n); }
+  void recv_reduce_copy(peers from, buf_ref, buf_ref, index_t n, bool) { add(from.size + 1, 1, n); }
+  void recv_reduce_copy_send(peers from, buf_ref, buf_ref, peers to, index_t n, bool) { add(from.size + 1, 1 + to.size, n); }
+  void recv_copy_send(peers from, buf_ref, peers to, index_t n) { add(from.size, 1 + to.size, n); }
+  void copy_send(buf_ref, buf_ref, peers to, index_t n, bool = false) { add(1, 1 + to.size, n); }
+  void copy(buf_ref, buf_ref, index_t n, bool = false) { add(1, 1, n); }
+  void barrier() {}
+  void direct_reduce_copy(buf_ref, buf_ref, index_t n, bool) { add(nranks, 1, n); }
+  void direct_copy(int, buf_ref, buf_ref, index_t n) { add(1, 1, n); }
+};
+
+// Bytes of device memory all ranks' kernels read and write for one call.
+template <class K, class Algo>
+double traffic_bytes(coll_args base, int nchannels, index_t slot_elems, index_t align, std::size_t elem_size) {
+  std::uint64_t total = 0;
+  for (int r = 0; r < base.nranks; ++r)
+    for (int c = 0; c < nchannels; ++c) {
+      coll_args a = base;
+      a.rank = r;
+      a.channel = c;
+      a.nchannels = nchannels;
+      if constexpr (std::is_same_v<K, kind::send_recv>) {
+        a.send_peer = mod(r + 1, a.nranks);
+        a.recv_peer = mod(r - 1, a.nranks);
+      }
+      traffic_counter t{slot_elems, align, a.nranks};
+      Algo::run(K{}, t, a);
+      total += t.elems;
+    }
+  return static_cast<double>(total) * static_cast<double>(elem_size);
+}
+
+}  // namespace collcomm_bench

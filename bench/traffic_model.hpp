@@ -23,20 +23,20 @@ struct traffic_counter {
   int nranks;
   std::uint64_t elems = 0;  // element reads + writes
 
-  index_t slot_elems() const { return slot; }
-  index_t align_elems() const { return align; }
-  void add(int reads, int writes, index_t n) { elems += static_cast<std::uint64_t>(reads + writes) * n; }
-  void send(peers to, buf_ref, index_t n) { add(1, to.size, n); }
-  void recv(peers from, buf_ref, index_t n) { add(from.size, 1, n); }
-  void recv_reduce_send(peers from, buf_ref, peers to, index_t n) { add(from.size + 1, to.size, n); }
-  void recv_reduce_copy(peers from, buf_ref, buf_ref, index_t n, bool) { add(from.size + 1, 1, n); }
-  void recv_reduce_copy_send(peers from, buf_ref, buf_ref, peers to, index_t n, bool) { add(from.size + 1, 1 + to.size, n); }
-  void recv_copy_send(peers from, buf_ref, peers to, index_t n) { add(from.size, 1 + to.size, n); }
-  void copy_send(buf_ref, buf_ref, peers to, index_t n, bool = false) { add(1, 1 + to.size, n); }
-  void copy(buf_ref, buf_ref, index_t n, bool = false) { add(1, 1, n); }
-  void barrier() {}
-  void direct_reduce_copy(buf_ref, buf_ref, index_t n, bool) { add(nranks, 1, n); }
-  void direct_copy(int, buf_ref, buf_ref, index_t n) { add(1, 1, n); }
+  COLLCOMM_HD index_t slot_elems() const { return slot; }
+  COLLCOMM_HD index_t align_elems() const { return align; }
+  COLLCOMM_HD void add(int reads, int writes, index_t n) { elems += static_cast<std::uint64_t>(reads + writes) * n; }
+  COLLCOMM_HD void send(peers to, buf_ref, index_t n) { add(1, to.size, n); }
+  COLLCOMM_HD void recv(peers from, buf_ref, index_t n) { add(from.size, 1, n); }
+  COLLCOMM_HD void recv_reduce_send(peers from, buf_ref, peers to, index_t n) { add(from.size + 1, to.size, n); }
+  COLLCOMM_HD void recv_reduce_copy(peers from, buf_ref, buf_ref, index_t n, bool) { add(from.size + 1, 1, n); }
+  COLLCOMM_HD void recv_reduce_copy_send(peers from, buf_ref, buf_ref, peers to, index_t n, bool) { add(from.size + 1, 1 + to.size, n); }
+  COLLCOMM_HD void recv_copy_send(peers from, buf_ref, peers to, index_t n) { add(from.size, 1 + to.size, n); }
+  COLLCOMM_HD void copy_send(buf_ref, buf_ref, peers to, index_t n, bool = false) { add(1, 1 + to.size, n); }
+  COLLCOMM_HD void copy(buf_ref, buf_ref, index_t n, bool = false) { add(1, 1, n); }
+  COLLCOMM_HD void barrier() {}
+  COLLCOMM_HD void direct_reduce_copy(buf_ref, buf_ref, index_t n, bool) { add(nranks, 1, n); }
+  COLLCOMM_HD void direct_copy(int, buf_ref, buf_ref, index_t n) { add(1, 1, n); }
 };
 
 // Bytes of device memory all ranks' kernels read and write for one call.

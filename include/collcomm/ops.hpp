@@ -130,6 +130,39 @@ struct none {
   COLLCOMM_HD constexpr A operator()(A a, A) const noexcept { return a; }
 };
 
+// An op followed by a user epilogue: `epilogue(x)` is applied to each fully reduced element, in the
+// accumulation type, right after the op's own post step and before the store — fused into the
+// same kernel (scale, bias, clamp, an activation). Every rank stores the epilogue's result; it
+// runs once per element. Example:
+//   struct scale_bias { float s, b; COLLCOMM_HD float operator()(float x) const { return x * s + b; } };
+//   collcomm::all_reduce(comm, send, recv, count, collcomm::op::with_epilogue{collcomm::op::sum{}, scale_bias{0.5f, 1.f}}, stream);
+// The result is stored as the element type (a cast from the accumulation type); an epilogue that
+// changes the stored type is not supported yet.
+template <class Op, class E>
+struct with_epilogue {
+  Op op;
+  E epilogue;
+  static constexpr const char* name = "with_epilogue";
+  static constexpr bool integer_only = [] {
+    if constexpr (requires { Op::integer_only; }) return static_cast<bool>(Op::integer_only);
+    else return false;
+  }();
+  template <class A>
+  COLLCOMM_HD constexpr A operator()(A a, A b) const noexcept { return static_cast<A>(op(a, b)); }
+  template <class A>
+  COLLCOMM_HD constexpr A pre(A x) const noexcept {
+    if constexpr (requires { op.pre(x); }) return static_cast<A>(op.pre(x));
+    else return x;
+  }
+  template <class A>
+  COLLCOMM_HD constexpr A post(A x, int nranks) const noexcept {
+    if constexpr (requires { op.post(x, nranks); }) return static_cast<A>(epilogue(static_cast<A>(op.post(x, nranks))));
+    else return static_cast<A>(epilogue(x));
+  }
+};
+template <class Op, class E>
+with_epilogue(Op, E) -> with_epilogue<Op, E>;
+
 }  // namespace op
 
 // Whether Op demands an integer element (bit_and, bit_or, bit_xor, or a user op that says so).

@@ -122,3 +122,25 @@ TEST_CASE("after a stall the world refuses later calls [fault]") {
   }
   cudaFree(buf);
 }
+
+namespace {
+struct scale_bias {
+  float scale, bias;
+  __host__ __device__ float operator()(float x) const { return x * scale + bias; }
+};
+}  // namespace
+
+TEST_CASE("a user epilogue runs inside the kernel, once per final element") {
+  for (int n : {3, 4}) {
+    gpu::world w(n);
+    const op::with_epilogue eop{op::sum{}, scale_bias{2.f, 1.f}};
+    for (index_t count : {index_t{1}, index_t{4099}, index_t{100000}}) {
+      INFO("n=", n, " count=", count, " seed=", fresh_seed());
+      // The reference applies the same epilogue on the host (exact for these small integers).
+      CHECK_EQ((run_case<kind::all_reduce, algo::ring, float>(w, case_config{n, count, 0, false}, eop)), "");
+      CHECK_EQ((run_case<kind::all_reduce, algo::tree, float>(w, case_config{n, count, 0, true}, eop)), "");
+      CHECK_EQ((run_case<kind::all_reduce, algo::two_shot, float>(w, case_config{n, count, 0, false}, eop)), "");
+      CHECK_EQ((run_case<kind::reduce_scatter, algo::ring, float>(w, case_config{n, count, 0, false}, eop)), "");
+    }
+  }
+}

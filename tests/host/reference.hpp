@@ -50,6 +50,7 @@
 #include <collcomm/collcomm.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -282,13 +283,8 @@ inline bool satisfies(const expectation& e, const value& got) {
 inline double lowest_bit(double x) {
   int e = 0;
   const double m = std::frexp(std::fabs(x), &e);  // x = m * 2^e, m in [0.5, 1)
-  auto i = static_cast<std::uint64_t>(std::ldexp(m, 53));  // exact: m has at most 53 bits
-  int tz = 0;
-  while ((i & 1) == 0) {
-    i >>= 1;
-    ++tz;
-  }
-  return std::ldexp(1.0, e - 53 + tz);
+  const auto i = static_cast<std::uint64_t>(std::ldexp(m, 53));  // exact: m has at most 53 bits
+  return std::ldexp(1.0, e - 53 + std::countr_zero(i));
 }
 
 // The odd integer part of x's significand: x = odd * 2^e  ->  odd.

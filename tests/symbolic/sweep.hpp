@@ -13,8 +13,7 @@
 
 namespace collcomm_symbolic {
 
-// Kinds whose biggest buffer is N*count: their work grows with N*N*count, so their large count
-// shrinks with N to keep the whole suite in seconds.
+// Kinds whose biggest buffer is N*count.
 template <class K>
 constexpr bool n_times_count_kind() {
   using namespace collcomm::kind;
@@ -22,12 +21,24 @@ constexpr bool n_times_count_kind() {
          std::is_same_v<K, gather> || std::is_same_v<K, scatter>;
 }
 
-template <class K>
+// The large count of the sweep: 4099, or 1031 or 263 where the schedule would move more than
+// `budget` elements in all at 4099 (kinds with N*count buffers, one-shot reads of N inputs) — the
+// work of a symbolic run grows with the elements moved, and the suite must stay quick. Every
+// large count is still many slices per rank and channel (slot_elems <= 8).
+template <class K, class A>
 index_t large_count(int n) {
-  if (!n_times_count_kind<K>()) return 4099;
-  if (n <= 8) return 4099;
-  if (n <= 16 || n == 32 || n == 64) return 1031;
-  return 263;  // still > 4 slices per rank for every N here
+  constexpr double budget = 1e6;
+  // Elements moved grow linearly with count: probe at a small count and scale.
+  config probe;
+  probe.nranks = n;
+  probe.count = 263;
+  probe.slot_elems = 8;
+  const report r = measure<K, A>(probe);
+  double moved = 0;
+  for (size_t i = 0; i < r.bytes_sent.size(); ++i) moved += static_cast<double>(r.bytes_sent[i] + r.peer_bytes_read[i]);
+  for (index_t c : {index_t{4099}, index_t{1031}})
+    if (moved * static_cast<double>(c) / 263.0 <= budget) return c;
+  return 263;
 }
 
 // send_recv patterns: ring (every rank sends and receives), pairs (even ranks only send, odd ranks
@@ -52,12 +63,13 @@ inline void send_recv_pattern(config& c, int pattern) {
 
 inline const char* pattern_name(int p) { return p == 0 ? "ring" : p == 1 ? "pairs" : "stride3"; }
 
-// Calls f(config, description) for every configuration of the sweep for kind K.
-template <class K, class F>
+// Calls f(config) for every configuration of the sweep for kind K and algorithm A.
+template <class K, class A, class F>
 void for_each_config(int n_lo, int n_hi, F&& f) {
   for (int n = n_lo; n <= n_hi; ++n) {
+    const index_t large = large_count<K, A>(n);
     std::vector<index_t> counts = {0, 1, static_cast<index_t>(n - 1), static_cast<index_t>(n),
-                                   static_cast<index_t>(n + 1), 97, large_count<K>(n)};
+                                   static_cast<index_t>(n + 1), 97, large};
     std::sort(counts.begin(), counts.end());
     counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
     int ci = 0;
@@ -71,9 +83,15 @@ void for_each_config(int n_lo, int n_hi, F&& f) {
       std::vector<int> chans = {1 + (n + ci) % 3};
       if (n <= 4 || count <= 1) chans = {1, 2, 3};
       const int variant = n + ci;
+      const int places = detail::has_in_place<K>() && detail::in_place_safe<A>() ? 2 : 1;
+      int combo = 0;
       for (int root : roots)
-        for (int place = 0; place < (detail::has_in_place<K>() ? 2 : 1); ++place)
+        for (int place = 0; place < places; ++place, ++combo)
           for (int ch : chans) {
+            // The large count beyond N = 16 runs one (root, place) pair per N, a different one
+            // from one N to the next, so that all pairs are covered across the sweep.
+            const int combos = static_cast<int>(roots.size()) * places;
+            if (count == large && n > 16 && combo != n % combos) continue;
             config c;
             c.nranks = n;
             c.count = count;

@@ -36,7 +36,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <sstream>
 #include <stdexcept>
@@ -207,9 +206,9 @@ struct sym {
 // independence need to know about who touched it when.
 struct cell {
   sym v;
-  std::int32_t write_epoch = -1, peer_read_epoch = -1;
-  std::int16_t write_channel = -1, peer_read_channel = -1;
-  std::int16_t peer_reader = -1;
+  std::int16_t write_epoch = -1, peer_read_epoch = -1;
+  std::int8_t write_channel = -1, peer_read_channel = -1;
+  std::int8_t peer_reader = -1;
 };
 
 inline std::string mask_string(std::uint64_t m, int nranks) {
@@ -250,6 +249,14 @@ inline constexpr bool is_kind = std::is_same_v<K, T>;
 template <class K>
 constexpr bool has_in_place() {
   return !is_kind<K, collcomm::kind::all_to_all> && !is_kind<K, collcomm::kind::send_recv>;
+}
+
+// Algorithms that cannot run in place say `static constexpr bool in_place_safe = false;` (the host
+// API then refuses in-place calls); the sweep checks them out of place only.
+template <class A>
+constexpr bool in_place_safe() {
+  if constexpr (requires { A::in_place_safe; }) return static_cast<bool>(A::in_place_safe);
+  else return true;
 }
 
 // Where a rank's input and output live in its storage.
@@ -326,9 +333,10 @@ class simulator {
 
   std::uint64_t full_mask() const { return n_ >= 64 ? ~0ull : ((1ull << n_) - 1); }
 
-  void setup() {
+  void setup(bool with_storage) {
+    with_storage_ = with_storage;
     if (n_ < 1 || n_ > 64) fail("nranks must be 1..64 (the contribution mask is 64 bits)");
-    if (c_.channels < 1) fail("channels must be >= 1");
+    if (c_.channels < 1 || c_.channels > 127) fail("channels must be 1..127");
     if (c_.slots < 1) fail("slots must be >= 1");
     if (c_.slot_elems < 1 || c_.align_elems < 1 || c_.slot_elems % c_.align_elems != 0)
       fail("slot_elems must be a positive multiple of align_elems (the contract)");
@@ -370,6 +378,7 @@ class simulator {
     const bool in_place = has_in_place<K>() && c_.in_place && in_sig && out_sig;
     rs.input = {in_sig, 0, in_sig ? in_n : 0};
     rs.output = {out_sig, 0, out_sig ? out_n : 0};
+    if (!with_storage_) return;
     if (!in_place) {
       rs.output.base = rs.input.size;
       rs.storage.assign(rs.input.size + rs.output.size, cell{});
@@ -391,35 +400,52 @@ class simulator {
     }
   }
 
-  void record() {
+  // Bytes of one rank's trace.
+  void count_bytes(int r, const std::vector<op>& t, report& rep) const {
+    for (const op& o : t) {
+      rep.bytes_sent[static_cast<size_t>(r)] += o.n * static_cast<index_t>(o.to.size);
+      if (o.code == opcode::direct_reduce_copy) rep.peer_bytes_read[static_cast<size_t>(r)] += o.n * static_cast<index_t>(n_ - 1);
+      if (o.code == opcode::direct_copy && o.direct_peer != r) rep.peer_bytes_read[static_cast<size_t>(r)] += o.n;
+    }
+  }
+
+  // Records every rank and channel; without storage (measure) each trace is counted and dropped
+  // at once, so that large counts cost no memory.
+  void record(report& rep) {
+    rep.bytes_sent.assign(static_cast<size_t>(n_), 0);
+    rep.peer_bytes_read.assign(static_cast<size_t>(n_), 0);
+    std::vector<op> scratch;
     for (auto& rs : ranks_) {
       rs.trace.resize(static_cast<size_t>(c_.channels));
       for (int ch = 0; ch < c_.channels; ++ch) {
         coll_args a = rs.args;
         a.channel = ch;
-        recorder rec(rs.trace[static_cast<size_t>(ch)], c_.slot_elems, c_.align_elems);
+        std::vector<op>& t = with_storage_ ? rs.trace[static_cast<size_t>(ch)] : scratch;
+        t.clear();
+        recorder rec(t, c_.slot_elems, c_.align_elems);
         A::run(K{}, rec, a);
+        count_bytes(rs.args.rank, t, rep);
       }
     }
   }
 
-  // Bytes from the traces alone (no simulation).
-  void count_bytes(report& rep) const {
-    rep.bytes_sent.assign(static_cast<size_t>(n_), 0);
-    rep.peer_bytes_read.assign(static_cast<size_t>(n_), 0);
-    for (int r = 0; r < n_; ++r)
-      for (const auto& t : ranks_[static_cast<size_t>(r)].trace)
-        for (const op& o : t) {
-          rep.bytes_sent[static_cast<size_t>(r)] += o.n * static_cast<index_t>(o.to.size);
-          if (o.code == opcode::direct_reduce_copy) rep.peer_bytes_read[static_cast<size_t>(r)] += o.n * static_cast<index_t>(n_ - 1);
-          if (o.code == opcode::direct_copy && o.direct_peer != r) rep.peer_bytes_read[static_cast<size_t>(r)] += o.n;
-        }
-  }
-
   // ---- simulation of one channel ----
 
+  // A FIFO that costs nothing until used (N*N of them per channel).
+  struct fifo {
+    std::vector<message> items;
+    size_t head = 0;
+    bool empty() const { return head == items.size(); }
+    size_t size() const { return items.size() - head; }
+    message& front() { return items[head]; }
+    const message& front() const { return items[head]; }
+    void push_back(message m) { items.push_back(std::move(m)); }
+    void pop_front() {
+      if (++head == items.size()) { items.clear(); head = 0; }
+    }
+  };
   struct conn {
-    std::deque<message> q;
+    fifo q;
   };
   struct progress {
     size_t pc = 0;
@@ -442,7 +468,7 @@ class simulator {
       for (auto& p : prog_) waiting += p.at_barrier;
       if (waiting == n_) {
         if (!deferred_.empty()) fail(deferred_);
-        ++epoch_;
+        if (++epoch_ > 32000) fail("more than 32000 barriers on one channel (the executor's epoch counter is 16 bits)");
         for (auto& p : prog_) { p.at_barrier = false; ++p.pc; }
         moved = true;
       }
@@ -668,9 +694,9 @@ class simulator {
       if (c.write_channel == ch_ && c.write_epoch == epoch_)
         fail(at(r) + ": reads " + el() + ", which rank " + std::to_string(owner) +
              " wrote in the same barrier epoch (a race: a barrier must order the write before the read)");
-      c.peer_read_channel = static_cast<std::int16_t>(ch_);
-      if (c.peer_read_epoch < epoch_) c.peer_read_epoch = epoch_;
-      c.peer_reader = static_cast<std::int16_t>(r);
+      c.peer_read_channel = static_cast<std::int8_t>(ch_);
+      if (c.peer_read_epoch < epoch_) c.peer_read_epoch = static_cast<std::int16_t>(epoch_);
+      c.peer_reader = static_cast<std::int8_t>(r);
       auto& p = prog_[static_cast<size_t>(r)];
       p.last_peer_read_epoch = epoch_;
     }
@@ -707,8 +733,8 @@ class simulator {
       fail(at(r) + ": writes " + el() + ", which rank " + std::to_string(c.peer_reader) +
            " reads in the same barrier epoch (a race)");
     c.v = v;
-    c.write_channel = static_cast<std::int16_t>(ch_);
-    c.write_epoch = epoch_;
+    c.write_channel = static_cast<std::int8_t>(ch_);
+    c.write_epoch = static_cast<std::int16_t>(epoch_);
   }
 
   void direct(int r, const op& o) {
@@ -772,9 +798,8 @@ class simulator {
   report run(bool simulate) {
     report rep;
     try {
-      setup();
-      record();
-      count_bytes(rep);
+      setup(simulate);
+      record(rep);
       if (simulate) {
         for (int ch = 0; ch < c_.channels; ++ch) simulate_channel(ch);
         check_result();
@@ -792,6 +817,7 @@ class simulator {
   std::vector<rank_state> ranks_;
   std::vector<conn> conns_;
   std::vector<progress> prog_;
+  bool with_storage_ = true;  // false: measure only (no values, no storage)
   int ch_ = 0;
   int epoch_ = 0;
   std::string deferred_;  // a peer read of poison, reported at the epoch's end unless a race is found first

@@ -46,9 +46,20 @@
 //                                             load(rank's src); store dst (this rank's)
 //   direct_copy(from, src, dst, n)            value = load(peer from's src);  store dst
 //
-// Sizes: `slot_elems()` is the most elements one FIFO call moves (a multiple of `align_elems()`);
-// `align_elems()` is the granularity schedules should round chunk sizes to (the GPU's 16-byte
-// vectors; 1 in the symbolic executor). Direct calls take any n.
+// Sizes: `slot_elems()` is the most elements one FIFO call that sends or receives moves (a
+// multiple of `align_elems()`); `align_elems()` is the granularity schedules should round chunk
+// sizes to (the GPU's 16-byte vectors; 1 in the symbolic executor). `copy` and the direct calls
+// take any n.
+//
+// Progress: a call that receives and sends may wait for its messages and for free send slots at
+// once (the GPU executor does). Schedules are written, and verified, so that they cannot deadlock
+// with 2 slots per connection under that rule (ring all_reduce needs 2: with 1 slot every rank
+// would hold its incoming message while waiting for the next rank to free its slot). Executors
+// that free the received slot before waiting to send manage with 1.
+//
+// In place: a schedule that cannot run with aliased input and output (one_shot: every rank reads
+// every peer's input while it writes its own output) says `static constexpr bool in_place_safe =
+// false;` in its tag; the host API refuses in-place calls with it (supports_in_place<Algo>).
 #pragma once
 
 #include <collcomm/config.hpp>

@@ -71,7 +71,8 @@ class world {
   world(int nranks, std::vector<int> devices = {}, options opts = {}) : nranks_(nranks), opts_(opts) {
     if (nranks < 1) detail::fail(errc::invalid_argument, "gpu::world", no_rank, "argument 'nranks' is " + std::to_string(nranks) + "; it must be at least 1");
     if (opts.channels < 1) detail::fail(errc::invalid_argument, "gpu::world", no_rank, "option 'channels' must be at least 1");
-    if (opts.slots < 1) detail::fail(errc::invalid_argument, "gpu::world", no_rank, "option 'slots' must be at least 1");
+    // A block waits for its message and its free send slot together: 2 slots keep a ring moving.
+    if (opts.slots < 2) detail::fail(errc::invalid_argument, "gpu::world", no_rank, "option 'slots' must be at least 2");
     if (opts.slot_bytes < 16 || opts.slot_bytes % 16 != 0)
       detail::fail(errc::invalid_argument, "gpu::world", no_rank, "option 'slot_bytes' must be a positive multiple of 16");
     if (devices.empty()) {

@@ -63,9 +63,11 @@ std::size_t parse_size(const char* s) {
   return static_cast<std::size_t>(v);
 }
 
-void die(const std::string& m) {
+// Exits at once: exit() would wait in CUDA's teardown for peers' kernels that still spin.
+[[noreturn]] void die(const std::string& m) {
   std::fprintf(stderr, "collcomm_bench: %s\n", m.c_str());
-  std::exit(2);
+  std::fflush(nullptr);
+  std::_Exit(2);
 }
 
 #define CUDA_OK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) die(std::string(#x) + ": " + cudaGetErrorString(e_)); } while (0)
@@ -150,6 +152,7 @@ void run_bench(const settings& st, double copy_bw) {
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r)
     threads.emplace_back([&, r] {
+     try {
       CUDA_OK(cudaSetDevice(devices[r]));
       communicator<transport::nvlink> comm(w, r);
       gpu::preload<K, Algo, T, Op>();
@@ -242,6 +245,11 @@ void run_bench(const settings& st, double copy_bw) {
           sync_point.arrive_and_wait();
           for (int i = 0; i < st.warmup; ++i) call();
           CUDA_OK(cudaStreamSynchronize(s));
+          try {
+            comm.check();
+          } catch (const std::exception& e) {
+            die(std::string("after warm-up: ") + e.what());
+          }
           std::vector<double> times;
           const int reps = bytes >= (std::size_t{64} << 20) ? std::min(st.reps, 3) : st.reps;
           for (int rep = 0; rep < reps; ++rep) {
@@ -284,6 +292,9 @@ void run_bench(const settings& st, double copy_bw) {
       cudaFree(in);
       cudaFree(out);
       cudaStreamDestroy(s);
+     } catch (const std::exception& e) {
+      die("rank " + std::to_string(r) + ": " + e.what());
+     }
     });
   for (auto& t : threads) t.join();
 }
@@ -297,6 +308,10 @@ using bench_types = collcomm_test::type_list<float, __nv_bfloat16>;
 
 int main(int argc, char** argv) {
   setenv("CUDA_MODULE_LOADING", "EAGER", 0);
+  // Ranks that share a GPU queue kernels on their own streams; with fewer hardware queues than
+  // streams, a rank's next kernel can sit in front of a peer's current one in one queue — a false
+  // dependency that deadlocks spinning kernels. 32 is the most CUDA allows.
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
   settings st;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];

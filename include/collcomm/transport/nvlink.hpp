@@ -24,6 +24,7 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -88,6 +89,17 @@ class world {
       if (devices[r] < 0 || devices[r] >= ndev)
         detail::fail(errc::invalid_argument, "gpu::world", r, "device " + std::to_string(devices[r]) + " does not exist (" + std::to_string(ndev) + " visible)");
     devices_ = std::move(devices);
+    // Each rank queues its kernels on its own stream, and CUDA multiplexes streams onto
+    // CUDA_DEVICE_MAX_CONNECTIONS hardware queues (8 unless set before CUDA starts, 32 at most).
+    // Two ranks of one GPU in one queue can deadlock: a rank's next kernel waits in front of a
+    // peer's current one. So a GPU takes at most that many ranks.
+    const char* conn = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+    const int queues = conn ? std::atoi(conn) : 8;
+    for (int d : devices_)
+      if (ranks_on_device(d) > queues)
+        detail::fail(errc::invalid_argument, "gpu::world", no_rank,
+                     std::to_string(ranks_on_device(d)) + " ranks on GPU " + std::to_string(d) + " exceed CUDA_DEVICE_MAX_CONNECTIONS = " +
+                         std::to_string(queues) + " hardware queues; set CUDA_DEVICE_MAX_CONNECTIONS=32 before the first CUDA call, or put fewer ranks on one GPU");
     try {
       setup();
     } catch (...) {

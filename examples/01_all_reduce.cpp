@@ -1,5 +1,5 @@
 // 01_all_reduce — a real all_reduce(sum) of random f32 data among several ranks on the host
-// executor (ranks are threads of this process; no GPU support yet), once per algorithm (ring,
+// executor (ranks are threads of this process; examples/02_all_reduce_gpu.cu is the GPU one), once per algorithm (ring,
 // tree, recursive_doubling over FIFO messages; one_shot, two_shot over direct loads), each
 // result checked element by element against a float64 reference. Exits 1 if any element is wrong.
 //
@@ -104,7 +104,7 @@ std::size_t run(const settings& s, const std::vector<std::vector<float>>& send, 
 
 int main(int argc, char** argv) {
   const settings s = parse(argc, argv);
-  std::printf("collcomm all_reduce(sum) of f32 on the host executor (no GPU support yet)\n");
+  std::printf("collcomm all_reduce(sum) of f32 on the host executor\n");
   std::printf("  %d ranks (threads of this process), %zu elements (%.1f MiB) per rank, 1 + %d calls each, seed %llu\n",
               s.ranks, s.count, s.count * sizeof(float) / 1048576.0, s.iters, static_cast<unsigned long long>(s.seed));
 

@@ -1,8 +1,8 @@
 // 01_all_reduce — a real all_reduce(sum) of random f32 data among several ranks on the host
 // executor (ranks are threads of this process; examples/02_all_reduce_gpu.cu is the GPU demo),
 // once per algorithm (ring, tree, recursive_doubling over FIFO messages; one_shot, two_shot
-// over direct loads), each
-// result checked element by element against a float64 reference. Exits 1 if any element is wrong.
+// over direct loads), each result checked element by element against a float64 reference.
+// Exits 1 if any element is wrong.
 //
 //   collcomm_example_01_all_reduce [--ranks N] [--count C] [--iters I] [--seed S]
 //

@@ -117,12 +117,6 @@ index_t count_for(std::size_t bytes, std::size_t elem, int n) {
   else return total;
 }
 
-template <class K>
-bool kind_has_in_place() {
-  return std::is_same_v<K, kind::all_reduce> || std::is_same_v<K, kind::broadcast> || std::is_same_v<K, kind::reduce> ||
-         std::is_same_v<K, kind::all_gather> || std::is_same_v<K, kind::reduce_scatter>;
-}
-
 template <class K, class Algo, class T, class Op>
 void run_bench(const settings& st, double copy_bw) {
   const int n = st.ranks;
@@ -133,7 +127,7 @@ void run_bench(const settings& st, double copy_bw) {
   if (st.channels > 0) o.channels = st.channels;
   if (st.slot_bytes > 0) o.slot_bytes = st.slot_bytes;
   gpu::world w(n, devices, o);
-  const bool in_place_ok = kind_has_in_place<K>() && supports_in_place<Algo> && st.in_place;
+  const bool in_place_ok = collcomm_test::has_in_place<K> && supports_in_place<Algo> && st.in_place;
 
   std::vector<std::size_t> sizes;
   for (double b = static_cast<double>(st.min_bytes); b <= static_cast<double>(st.max_bytes) * 1.0001; b *= st.factor) sizes.push_back(static_cast<std::size_t>(b));

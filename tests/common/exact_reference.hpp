@@ -106,4 +106,11 @@ std::vector<std::optional<std::vector<T>>> reference(const std::vector<std::vect
   return out;
 }
 
+// Whether kind K has an in-place form (the table in kinds.hpp; all_to_all, scatter and
+// send_recv have none that the tests and bench exercise).
+template <class K>
+constexpr bool has_in_place = std::is_same_v<K, kind::all_reduce> || std::is_same_v<K, kind::broadcast> ||
+                              std::is_same_v<K, kind::reduce> || std::is_same_v<K, kind::all_gather> ||
+                              std::is_same_v<K, kind::gather> || std::is_same_v<K, kind::reduce_scatter>;
+
 }  // namespace collcomm_test

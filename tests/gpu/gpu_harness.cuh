@@ -37,10 +37,6 @@ long in_place_offset(const case_config& c, int rank) {
   else if constexpr (std::is_same_v<K, kind::gather>) return rank == c.root ? static_cast<long>(rank * c.count) : -1;
   else return -1;
 }
-template <class K>
-constexpr bool has_in_place = std::is_same_v<K, kind::all_reduce> || std::is_same_v<K, kind::broadcast> ||
-                              std::is_same_v<K, kind::reduce> || std::is_same_v<K, kind::all_gather> ||
-                              std::is_same_v<K, kind::gather> || std::is_same_v<K, kind::reduce_scatter>;
 
 #define GPU_CHECK(x) REQUIRE_EQ((x), cudaSuccess)
 

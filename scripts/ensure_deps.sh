@@ -49,3 +49,18 @@ collcomm_ensure_deps() {
     fi
   fi
 }
+
+# collcomm_ensure_mpi: Debian's Open MPI (openmpi-bin, libopenmpi-dev), if mpicxx or mpirun is
+# missing, for the mpi bootstrap's test and example (built only where CMake finds MPI). CI calls it.
+collcomm_ensure_mpi() {
+  command -v mpicxx >/dev/null 2>&1 && command -v mpirun >/dev/null 2>&1 && return 0
+  command -v apt-get >/dev/null 2>&1 || { echo "collcomm: no apt-get; the mpi bootstrap test will not be built" >&2; return 0; }
+  local sudo=()
+  if [[ "$(id -u)" != 0 ]]; then
+    command -v sudo >/dev/null 2>&1 || { echo "collcomm: need root or sudo to install Open MPI" >&2; return 1; }
+    sudo=(sudo)
+  fi
+  echo "collcomm: installing openmpi-bin libopenmpi-dev"
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openmpi-bin libopenmpi-dev
+}

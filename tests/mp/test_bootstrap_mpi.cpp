@@ -130,9 +130,9 @@ void case_late_rank() {
   const std::string want = "barrier: rank " + std::to_string(late) + " did not arrive";
   if (g_rank == late) {
     std::this_thread::sleep_for(3 * timeout);  // rank 0 gave up; its answer waits for this rank
-    expect_error("late barrier", collcomm::errc::timeout, want, 200ms, [&] { b.barrier(); });
+    expect_error("late barrier", collcomm::errc::timeout, want, 500ms, [&] { b.barrier(); });
   } else {
-    expect_error("barrier", collcomm::errc::timeout, want, timeout + 500ms, [&] { b.barrier(); });
+    expect_error("barrier", collcomm::errc::timeout, want, 2 * timeout + 500ms, [&] { b.barrier(); });
   }
 }
 
@@ -150,7 +150,7 @@ void case_never_built() {
   const std::string want = "the bootstrap handshake: rank " + std::to_string(late) + " did not arrive";
   if (g_rank == late) {
     std::this_thread::sleep_for(3 * timeout);
-    expect_error("late handshake", collcomm::errc::timeout, want, 200ms, [&] { bs::mpi b(MPI_COMM_WORLD, timeout); });
+    expect_error("late handshake", collcomm::errc::timeout, want, 500ms, [&] { bs::mpi b(MPI_COMM_WORLD, timeout); });
   } else {
     expect_error("handshake", collcomm::errc::timeout, want, 2 * timeout + 500ms, [&] { bs::mpi b(MPI_COMM_WORLD, timeout); });
   }

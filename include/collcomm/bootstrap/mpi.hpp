@@ -303,11 +303,14 @@ class mpi {
     }
   }
 
-  // A small message sent without waiting: kept in pending_ until MPI is done with it.
-  void post(MPI_Comm comm, int to, int tag, std::vector<std::byte> bytes) {
+  // A small message sent without waiting: kept in pending_ until MPI is done with it. Returns
+  // MPI_Isend's result (the caller decides whether a failure matters more than its own error).
+  int post(MPI_Comm comm, int to, int tag, std::vector<std::byte> bytes) {
     auto buf = std::make_shared<std::vector<std::byte>>(std::move(bytes));
     MPI_Request req = MPI_REQUEST_NULL;
-    if (MPI_Isend(buf->data(), int(buf->size()), MPI_BYTE, to, tag, comm, &req) == MPI_SUCCESS) pending_.push_back({req, std::move(buf)});
+    const int rc = MPI_Isend(buf->data(), int(buf->size()), MPI_BYTE, to, tag, comm, &req);
+    if (rc == MPI_SUCCESS) pending_.push_back({req, std::move(buf)});
+    return rc;
   }
 
   static std::vector<std::byte> verdict_bytes(int status, const std::string& text) {
@@ -376,7 +379,10 @@ class mpi {
         }
       }
     }
-    for (int r = 1; r < size_; ++r) post(comm, r, detail::mpi_tag_verdict, verdict_bytes(status, text));
+    for (int r = 1; r < size_; ++r) {
+      const int rc = post(comm, r, detail::mpi_tag_verdict, verdict_bytes(status, text));
+      if (status == 0) check(rc, "MPI_Isend (the census answer)");  // else the error below says more
+    }
     if (status != 0) {
       failed_ = true;
       fail(static_cast<errc>(status - 1), text);
@@ -388,7 +394,7 @@ class mpi {
     std::vector<std::byte> arrival(16);
     wire::detail::put<std::uint64_t>(arrival.data(), seq);
     wire::detail::put<std::uint64_t>(arrival.data() + 8, nbytes);
-    post(comm, 0, detail::mpi_tag_arrive, std::move(arrival));
+    check(post(comm, 0, detail::mpi_tag_arrive, std::move(arrival)), "MPI_Isend (the census arrival)");
     auto verdict = std::make_shared<std::vector<std::byte>>(detail::mpi_verdict_max);
     MPI_Request req = MPI_REQUEST_NULL;
     MPI_Status st{};

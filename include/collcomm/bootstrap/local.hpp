@@ -234,8 +234,10 @@ class local {
     s_->cv.notify_all();
     const auto deadline = clock::now() + s_->timeout;
     while (true) {
-      check_usable();
+      // A round every rank reached completes, even if the group failed meanwhile (a rank that
+      // left after it, say): the next call reports the failure.
       if (rd.n_arrived == n) break;
+      check_usable();
       std::vector<int> missing, gone;
       for (int r = 0; r < n; ++r)
         if (!rd.arrived[std::size_t(r)]) (s_->departed[std::size_t(r)] ? gone : missing).push_back(r);

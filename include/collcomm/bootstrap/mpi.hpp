@@ -40,6 +40,11 @@
 // collectives): its request and buffers are kept alive, never freed, so MPI never writes into
 // freed memory; the bootstrap is then failed and refuses further calls. Under Open MPI's default
 // settings a rank that dies usually makes mpirun kill the whole job.
+// Two edges of the census: a rank 0 that arrives after the others gave up on it finds every
+// arrival waiting and passes a barrier alone (the others already threw, naming rank 0); and a
+// rank late to the constructor leaves its arrival, and rank 0 its answer, on `comm`'s reserved
+// tags, where a later bootstrap built on the same `comm` would find them — after a failed
+// construction, build the next bootstrap on a fresh communicator.
 //
 // Threads: each bootstrap is used by one thread at a time; MPI must be initialised at a thread
 // level that allows that thread to call MPI (MPI_THREAD_MULTIPLE if other threads call MPI too).

@@ -11,17 +11,22 @@
 //       output off the root). Arguments are already checked (collectives.hpp does it).
 //
 // This header defines the host executor's: communicator<transport::host_shm> over a host::world,
-// ranks as threads of one process. It runs a call's channels one after the other on the calling
-// thread; every rank runs them in the same order, so the channels cannot deadlock each other.
+// ranks as threads of one process or as processes of one host (host/process_world.hpp). It runs
+// a call's channels one after the other on the calling thread; every rank runs them in the same
+// order, so the channels cannot deadlock each other.
 #pragma once
 
 #include <collcomm/config.hpp>
 #include <collcomm/error.hpp>
+#include <collcomm/bootstrap/bootstrap.hpp>
 #include <collcomm/host/primitives.hpp>
+#include <collcomm/host/process_world.hpp>
 #include <collcomm/host/world.hpp>
 #include <collcomm/kinds.hpp>
 #include <collcomm/transport/tags.hpp>
 
+#include <memory>
+#include <optional>
 #include <string>
 
 COLLCOMM_NAMESPACE_BEGIN
@@ -37,19 +42,66 @@ class communicator<transport::host_shm> {
   // Rank `rank` of world w. Throws errc::invalid_argument when rank is not in [0, w.size()).
   // w must outlive the communicator. One thread at a time drives a rank.
   communicator(host::world& w, int rank) : w_(&w), rank_(rank) {
+    if (w.is_process() && rank != w.local_rank())
+      detail::fail(errc::invalid_argument, "communicator", rank,
+                   "argument 'rank' = " + std::to_string(rank) + " is not the rank this process drives (" +
+                       std::to_string(w.local_rank()) + ") in a world of processes");
     if (rank < 0 || rank >= w.size())
       detail::fail(errc::invalid_argument, "communicator", rank,
                    "argument 'rank' = " + std::to_string(rank) + " is out of range [0, " + std::to_string(w.size()) +
                        ") for a host world of " + std::to_string(w.size()) + " ranks");
   }
 
+  // This process's rank of a world of processes, which the communicator shares ownership of (its
+  // last copy frees the world: the mapping, the descriptor, the liveness lock).
+  explicit communicator(std::shared_ptr<host::world> w) : owner_(std::move(w)), w_(owner_.get()), rank_(w_ ? w_->local_rank() : -1) {
+    if (!w_ || !w_->is_process())
+      detail::fail(errc::invalid_argument, "communicator", rank_, "argument 'w' is not a world of processes");
+  }
+  // This process's rank of a new world of boot.size() processes: collective over the bootstrap's
+  // ranks (host::make_process_world, process_world.hpp). The bootstrap is not used afterwards.
+  template <bootstrap::bootstrap_like B>
+  explicit communicator(B& boot, host::options opt = {}) : communicator(host::make_process_world(boot, opt)) {}
+
   int rank() const noexcept { return rank_; }
   int size() const noexcept { return w_->size(); }
   host::world& host_world() const noexcept { return *w_; }
 
+  // The ranks that pass the same color >= 0 form a new communicator, ordered by key and then by
+  // rank here (NCCL's and MPI's rule); a negative color (collcomm::no_color) joins none and gets
+  // std::nullopt. Collective: every rank of this communicator calls it, in the same order as its
+  // other split and dup calls. Worlds of processes only (errc::invalid_usage for threads). Errors
+  // (a segment that cannot be made, a rank that died, a timeout) are thrown on every rank.
+  std::optional<communicator> split(int color, int key) const {
+    std::shared_ptr<host::world> w = host::detail::split_world(*w_, rank_, color, key);
+    if (!w) return std::nullopt;
+    return communicator(std::move(w));
+  }
+  // A new communicator of the same ranks in the same order, with its own connections: split with
+  // one color and key = rank.
+  communicator dup() const { return *split(0, rank_); }
+
+  // Marks the communicator aborted for every rank (see host/world.hpp): calls waiting anywhere
+  // throw errc::aborted within a wait slice, and every later call throws it. Never blocks.
+  void abort(const std::string& reason = {}) const noexcept { w_->abort(rank_, reason); }
+
   template <class K, class Algo, class T, class Op>
   void run(const coll_args& a, const T* in, index_t in_elems, T* out, index_t out_elems, const Op& op) const {
     w_->check_usable(K::name, rank_);
+    if constexpr (Algo::needs_direct) {
+      if (w_->is_process()) {  // peers cannot read this process's memory: stage through the segment
+        const host::detail::staged_call<T> s(*w_, rank_, K::name, Algo::name, in, in_elems, out, out_elems);
+        run_channels<K, Algo>(a, s.in(), in_elems, s.out(), out_elems, op);
+        s.copy_out();
+        return;
+      }
+    }
+    run_channels<K, Algo>(a, in, in_elems, out, out_elems, op);
+  }
+
+ private:
+  template <class K, class Algo, class T, class Op>
+  void run_channels(const coll_args& a, const T* in, index_t in_elems, T* out, index_t out_elems, const Op& op) const {
     const int nc = w_->opts().channels;
     for (int c = 0; c < nc; ++c) {
       coll_args ca = a;
@@ -62,7 +114,7 @@ class communicator<transport::host_shm> {
     }
   }
 
- private:
+  std::shared_ptr<host::world> owner_;  // worlds of processes; a world of threads is the caller's
   host::world* w_;
   int rank_;
 };

@@ -11,6 +11,14 @@
 // how many elements of how many bytes the message holds, so that a receiver whose expected size
 // differs — ranks that disagree on count, element type or root — reports it instead of reading
 // the wrong data.
+//
+// Where it lives. A connection is a view over one block of connection::block_bytes(slots,
+// slot_bytes) bytes, 64-byte aligned, laid out as
+//   [0, 64) tail   [64, 128) head   [128, ...) the slots, each header_bytes + the data
+// The counters must start at zero; the slots need no initialization. A world of threads allocates
+// the block on the heap on first use; a world of processes places every block at a fixed offset of
+// its shared-memory segment (world.hpp), where the pages are zero until first touched. The view
+// holds no state of its own, so each process may make its own over its own mapping.
 #pragma once
 
 #include <collcomm/config.hpp>
@@ -18,7 +26,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 
 COLLCOMM_NAMESPACE_BEGIN
 namespace host {
@@ -34,25 +41,27 @@ class connection {
   // Layout of one slot: the header, then the data at a 64-byte boundary (16-byte vectors and no
   // false sharing between the header and the data of the next slot).
   static constexpr std::size_t header_bytes = 64;
+  // The two counters, a cache line each (written by different ranks).
+  static constexpr std::size_t counter_bytes = 128;
 
-  connection(int slots, std::size_t slot_bytes)
-      : slots_(static_cast<std::uint64_t>(slots)),
-        stride_(header_bytes + (slot_bytes + 63) / 64 * 64),
-        // Not value-initialized: pages are touched only by the slots that carry messages.
-        memory_(new (std::align_val_t{64}) std::byte[stride_ * static_cast<std::size_t>(slots)]) {}
+  static constexpr std::size_t stride_of(std::size_t slot_bytes) noexcept { return header_bytes + (slot_bytes + 63) / 64 * 64; }
+  static constexpr std::size_t block_bytes(int slots, std::size_t slot_bytes) noexcept {
+    return counter_bytes + stride_of(slot_bytes) * static_cast<std::size_t>(slots);
+  }
 
-  connection(const connection&) = delete;
-  connection& operator=(const connection&) = delete;
+  // A view over `block` (see above), which outlives it.
+  connection(std::byte* block, int slots, std::size_t slot_bytes) noexcept
+      : block_(block), slots_(static_cast<std::uint64_t>(slots)), stride_(stride_of(slot_bytes)) {}
 
   std::uint64_t slots() const noexcept { return slots_; }
 
   // --- the counters, with the ordering each use needs -------------------------------------------
   // Sender's own tail / receiver's own head: only that rank writes it, so relaxed is enough.
-  std::uint64_t own_tail() const noexcept { return counter(tail_).load(cuda::std::memory_order_relaxed); }
-  std::uint64_t own_head() const noexcept { return counter(head_).load(cuda::std::memory_order_relaxed); }
+  std::uint64_t own_tail() const noexcept { return tail().load(cuda::std::memory_order_relaxed); }
+  std::uint64_t own_head() const noexcept { return head().load(cuda::std::memory_order_relaxed); }
   // The peer's counter: acquire, so the peer's slot accesses before its release are visible.
-  std::uint64_t peer_tail() const noexcept { return counter(tail_).load(cuda::std::memory_order_acquire); }
-  std::uint64_t peer_head() const noexcept { return counter(head_).load(cuda::std::memory_order_acquire); }
+  std::uint64_t peer_tail() const noexcept { return tail().load(cuda::std::memory_order_acquire); }
+  std::uint64_t peer_head() const noexcept { return head().load(cuda::std::memory_order_acquire); }
 
   // Sender: is there a free slot for message `own_tail()`?
   bool can_send() const noexcept { return own_tail() - peer_head() < slots_; }
@@ -63,31 +72,25 @@ class connection {
   std::byte* data(std::uint64_t m) noexcept { return slot(m) + header_bytes; }
 
   // Sender: message own_tail() is written; make it visible (release: data before counter).
-  void publish() noexcept {
-    counter(tail_).store(own_tail() + 1, cuda::std::memory_order_release);
-  }
+  void publish() noexcept { tail().store(own_tail() + 1, cuda::std::memory_order_release); }
   // Receiver: message own_head() is read; give its slot back (release: reads before reuse).
-  void consume() noexcept {
-    counter(head_).store(own_head() + 1, cuda::std::memory_order_release);
-  }
+  void consume() noexcept { head().store(own_head() + 1, cuda::std::memory_order_release); }
 
  private:
   // System scope: the same statement the GPU executor makes for host-mapped counters, and what a
   // world of processes over shared memory needs.
-  static detail::sys_atomic<std::uint64_t> counter(std::uint64_t& c) noexcept { return detail::sys_atomic<std::uint64_t>(c); }
+  detail::sys_atomic<std::uint64_t> tail() const noexcept {
+    return detail::sys_atomic<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(block_));
+  }
+  detail::sys_atomic<std::uint64_t> head() const noexcept {
+    return detail::sys_atomic<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(block_ + 64));
+  }
 
-  std::byte* slot(std::uint64_t m) noexcept { return memory_.get() + (m % slots_) * stride_; }
+  std::byte* slot(std::uint64_t m) noexcept { return block_ + counter_bytes + (m % slots_) * stride_; }
 
-  struct aligned_delete {
-    void operator()(std::byte* p) const noexcept { ::operator delete[](p, std::align_val_t{64}); }
-  };
-
-  // mutable: atomic_ref needs a non-const reference even for loads.
-  alignas(64) mutable std::uint64_t tail_ = 0;
-  alignas(64) mutable std::uint64_t head_ = 0;
-  alignas(64) std::uint64_t slots_;
+  std::byte* block_;
+  std::uint64_t slots_;
   std::size_t stride_;
-  std::unique_ptr<std::byte[], aligned_delete> memory_;
 };
 
 }  // namespace host

@@ -1,4 +1,5 @@
-// collcomm/host/options.hpp — the knobs of a host world (ranks as threads of one process).
+// collcomm/host/options.hpp — the knobs of a host world (ranks as threads of one process, or as
+// processes: process_world.hpp).
 #pragma once
 
 #include <collcomm/config.hpp>
@@ -25,6 +26,11 @@ struct options {
   // collcomm::error(errc::timeout) naming the waiting rank, the peer, the channel and what was
   // awaited. > 0.
   std::chrono::milliseconds timeout{30000};
+  // Process worlds only (process_world.hpp): bytes of each rank's window in the shared segment,
+  // through which the direct algorithms (one_shot, two_shot, direct) stage a call's buffers; a
+  // direct call whose input and output together need more throws errc::invalid_argument naming
+  // this option. Pages are touched only as far as calls use them. >= 4096.
+  std::size_t window_bytes = std::size_t{4} << 20;
 };
 
 }  // namespace host

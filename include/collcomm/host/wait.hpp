@@ -1,7 +1,7 @@
 // collcomm/host/wait.hpp — bounded waits of the host executor, and the doorbell that wakes them.
 //
-// A host rank is a thread, and tests run 16 ranks on 2 cores (under ThreadSanitizer too), so a
-// waiting rank must give its core away quickly: it polls a little, yields a few times, then
+// A host rank is a thread or a process, and tests run 16 ranks on 2 cores (under ThreadSanitizer
+// too), so a waiting rank must give its core away quickly: it polls a little, yields a few times, then
 // sleeps on its doorbell (a futex on Linux, growing sleeps elsewhere) until a peer rings it or a
 // short slice runs out. Every wait is bounded by the world's timeout; the slice bound means that
 // even a lost wake-up costs a slice, never a hang.
@@ -93,9 +93,11 @@ inline constexpr std::chrono::nanoseconds max_slice = std::chrono::milliseconds(
 
 // Waits until ready() (a callable doing acquire loads) is true. If it is still false after
 // `timeout`, calls on_timeout(), which must throw. ready() is always asked once more after the
-// deadline passes, so a wait never fails on a condition that already holds.
-template <class Ready, class OnTimeout>
-void wait_until(doorbell& d, std::chrono::milliseconds timeout, Ready&& ready, OnTimeout&& on_timeout) {
+// deadline passes, so a wait never fails on a condition that already holds. watch() is called
+// after every sleep (every slice: at most max_slice apart) while the wait goes on; it may throw
+// to end the wait early (an abort, a peer that died: world.hpp).
+template <class Ready, class OnTimeout, class Watch>
+void wait_until(doorbell& d, std::chrono::milliseconds timeout, Ready&& ready, OnTimeout&& on_timeout, Watch&& watch) {
   if (ready()) return;
   for (int i = 0; i < spin_polls; ++i) {
     cpu_relax();
@@ -125,8 +127,14 @@ void wait_until(doorbell& d, std::chrono::milliseconds timeout, Ready&& ready, O
     sleep_on(d, key, std::min<std::chrono::nanoseconds>(slice, deadline - now));
     sleepers.fetch_sub(1, cuda::std::memory_order_relaxed);
     if (ready()) return;
+    watch();
     slice = std::min(slice * 2, max_slice);
   }
+}
+
+template <class Ready, class OnTimeout>
+void wait_until(doorbell& d, std::chrono::milliseconds timeout, Ready&& ready, OnTimeout&& on_timeout) {
+  wait_until(d, timeout, ready, on_timeout, [] {});
 }
 
 }  // namespace detail

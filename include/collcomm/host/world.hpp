@@ -1,12 +1,26 @@
-// collcomm/host/world.hpp — N ranks as threads of one process, and what they share.
+// collcomm/host/world.hpp — the ranks of the host executor and what they share: N threads of one
+// process, or N processes of one host over a shared-memory segment.
 //
-// A world owns, per channel: a FIFO connection for every ordered pair (src, dst) (allocated on
-// first use, so a world of 16 ranks costs only the pairs its algorithms talk over), a barrier,
-// and a table where each rank exposes its buffers to the direct primitives. Each rank has a
-// doorbell (wait.hpp) and a scratch slot. Ranks reach it through communicator<transport::host_shm>
-// (communicator.hpp); host::run_ranks (run_ranks.hpp) runs a function on every rank.
+// A world owns, per channel: a FIFO connection for every ordered pair (src, dst), a barrier, and a
+// table where each rank exposes its buffers to the direct primitives. Each rank has a doorbell
+// (wait.hpp) and a scratch slot. Ranks reach it through communicator<transport::host_shm>
+// (communicator.hpp).
 //
-// Example:
+// Where the memory lives — the one thing the two kinds of world differ in; the primitives
+// (primitives.hpp) and the schedules see the same world either way:
+//   threads    world(nranks, options): heap memory; connections allocated on first use, so a
+//              world of 16 ranks costs only the pairs its algorithms talk over. Every rank is in
+//              this process; host::run_ranks (run_ranks.hpp) runs a function on each.
+//   processes  made by host::make_process_world(bootstrap) or communicator::split / dup
+//              (process_world.hpp): everything the ranks share sits at fixed offsets of one
+//              shared-memory segment (segment.hpp), which each process maps at its own address —
+//              so the shared tables hold offsets, never pointers — and this process drives one
+//              rank, local_rank(). Pages of tmpfs are touched on first use: connections cost only
+//              the pairs used here too. Each rank also has a window in the segment: the direct
+//              algorithms read peers' buffers, and a process cannot read another's private memory,
+//              so a direct call stages its buffers through the window (communicator.hpp).
+//
+// Example (threads):
 //   collcomm::host::world w(4);
 //   collcomm::host::run_ranks(w, [&](auto& comm) {
 //     collcomm::all_reduce(comm, send[comm.rank()], recv[comm.rank()], count);
@@ -20,34 +34,127 @@
 // moved — a wait that timed out, a message that does not match, a schedule bug — leaves stray
 // messages behind, so it marks the world failed: every later call on it throws errc::aborted
 // quoting the first failure (make a new world). Calls already waiting run into their own timeout.
+//
+// Abort. abort() (any rank, any time) marks the world aborted: calls waiting on any rank throw
+// errc::aborted within a wait slice (max_slice, wait.hpp), and every later call throws it too. In
+// a process world the waits also watch the peers' liveness locks (segment.hpp): a rank whose
+// process died — SIGKILL, a crash, an exit without leaving the world — aborts the world with a
+// message naming it (rank and pid), found within about liveness_interval of a wait starting on it.
 #pragma once
 
 #include <collcomm/config.hpp>
 #include <collcomm/error.hpp>
 #include <collcomm/host/connection.hpp>
 #include <collcomm/host/options.hpp>
+#include <collcomm/host/segment.hpp>
 #include <collcomm/host/wait.hpp>
 #include <collcomm/kinds.hpp>
 #include <collcomm/types.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
-#include <mutex>
 #include <string>
+#include <unistd.h>
 
 COLLCOMM_NAMESPACE_BEGIN
 namespace host {
 
+namespace detail {
+// What a world records about its failures, in the segment of a process world (every rank sees it)
+// or on the heap of a world of threads. Each text is written once, by whoever sets its flag first
+// (a compare-exchange), then published with `*_ready` (release).
+struct control_block {
+  static constexpr std::uint64_t magic_value = 0x31444c524f57484full;  // "OHWORLD1"
+  static constexpr std::size_t text_bytes = 1024;
+  // Identity (process worlds): written by the creator before any other rank opens the segment.
+  std::uint64_t magic;
+  std::int32_t nranks, channels, slots, unused;
+  std::uint64_t slot_bytes, window_bytes, token;
+  alignas(64) std::uint32_t failed;  // a failure after data moved
+  std::uint32_t failure_ready;
+  char failure[text_bytes];
+  alignas(64) std::uint32_t aborted;  // abort() or a dead peer
+  std::uint32_t abort_ready;
+  char abort_text[text_bytes];
+};
+
+// Per rank of a process world. Written by its owner; read by the others after a barrier (or, for
+// pid and departed, at any time: they are written before the rank's first barrier, or atomically).
+struct alignas(64) rank_info {
+  static constexpr std::size_t text_bytes = 256;
+  std::int64_t pid;
+  std::uint32_t departed;  // left the world cleanly (its liveness lock then goes away too)
+  std::uint32_t unused;
+  // The exchange of communicator::split (process_world.hpp), one round per split.
+  std::uint64_t split_seq;
+  std::int32_t color, key;
+  std::uint64_t status_seq;  // the split whose status this is
+  std::int32_t status;       // 0 ok, else failed (status_text says why)
+  char status_text[text_bytes];
+};
+
+// What a rank exposes for one call on one channel in a process world: offsets from the segment's
+// base (-1: not in the segment, so not readable by peers).
+struct alignas(64) shared_exposed {
+  std::int64_t in_off;
+  index_t in_elems;
+  std::int64_t out_off;
+  index_t out_elems;
+  element_kind elem;
+};
+
+struct padded_counter {
+  alignas(64) std::uint64_t value;
+};
+
+// Offsets of everything in a process world's segment, the same in every process for the same
+// (nranks, options).
+struct segment_layout {
+  std::size_t control = 0, info = 0, doorbells = 0, arrivals = 0, exposed = 0;
+  std::size_t control_end = 0;  // everything before the connections: allocated at creation
+  std::size_t connections = 0, connection_bytes = 0, windows = 0, window_bytes = 0, total = 0;
+
+  segment_layout(int nranks, const options& o) {
+    const std::size_t n = static_cast<std::size_t>(nranks), nc = static_cast<std::size_t>(o.channels);
+    auto up = [](std::size_t x, std::size_t a) { return (x + a - 1) / a * a; };
+    std::size_t at = 0;
+    control = at;
+    at = up(at + sizeof(control_block), 64);
+    info = at;
+    at = up(at + n * sizeof(rank_info), 64);
+    doorbells = at;
+    at = up(at + n * sizeof(doorbell), 64);
+    arrivals = at;  // (channel, rank), plus a control channel (index channels) for split and dup
+    at = up(at + (nc + 1) * n * sizeof(padded_counter), 64);
+    exposed = at;
+    at = up(at + nc * n * sizeof(shared_exposed), 64);
+    control_end = up(at, 4096);
+    connections = control_end;
+    connection_bytes = up(connection::block_bytes(o.slots, o.slot_bytes), 64);
+    at = connections + nc * n * n * connection_bytes;
+    windows = up(at, 4096);
+    window_bytes = up(o.window_bytes, 4096);
+    total = windows + n * window_bytes;
+  }
+};
+
+struct process_tag {};
+}  // namespace detail
+
 class world {
  public:
-  // Threads of one process: beyond this the per-channel tables stop being small.
+  // Beyond this the per-channel tables stop being small.
   static constexpr int max_ranks = 1024;
+  // How often a waiting rank of a process world tests its peers' liveness locks.
+  static constexpr std::chrono::milliseconds liveness_interval{50};
 
-  // Throws errc::invalid_argument, naming the argument, when nranks is not in [1, max_ranks] or an
-  // option is out of its range (options.hpp).
-  explicit world(int nranks, options opt = {}) : nranks_(nranks), opt_(opt) {
-    auto bad = [](const std::string& msg) { collcomm::detail::fail(errc::invalid_argument, "host::world", no_rank, msg); };
+  // Throws errc::invalid_argument, naming the field, when an option is out of its range.
+  static void check_options(int nranks, const options& opt, const char* where = "host::world") {
+    auto bad = [&](const std::string& msg) { collcomm::detail::fail(errc::invalid_argument, where, no_rank, msg); };
     if (nranks < 1 || nranks > max_ranks)
       bad("argument 'nranks' = " + std::to_string(nranks) + " is out of range [1, " + std::to_string(max_ranks) + "]");
     if (opt.channels < 1 || opt.channels > 64)
@@ -56,48 +163,95 @@ class world {
     if (opt.slot_bytes < 16 || opt.slot_bytes > (std::size_t{1} << 30))
       bad("option 'slot_bytes' = " + std::to_string(opt.slot_bytes) + " is out of range [16, 2^30]");
     if (opt.timeout.count() <= 0) bad("option 'timeout' = " + std::to_string(opt.timeout.count()) + " ms must be > 0");
+    if (opt.window_bytes < 4096 || opt.window_bytes > (std::size_t{1} << 40))
+      bad("option 'window_bytes' = " + std::to_string(opt.window_bytes) + " is out of range [4096, 2^40]");
+  }
+
+  // A world of `nranks` threads of this process. Throws errc::invalid_argument, naming the
+  // argument, when nranks is not in [1, max_ranks] or an option is out of its range (options.hpp).
+  explicit world(int nranks, options opt = {}) : nranks_(nranks), opt_(opt) {
+    check_options(nranks, opt);
     const std::size_t nc = static_cast<std::size_t>(opt.channels), n = static_cast<std::size_t>(nranks);
-    connections_ = std::make_unique<connection*[]>(nc * n * n);  // value-initialized: all null
-    arrivals_ = std::make_unique<padded_counter[]>(nc * n);
-    exposed_ = std::make_unique<exposed_buffers[]>(nc * n);
-    doorbells_ = std::make_unique<detail::doorbell[]>(n);
+    blocks_ = std::make_unique<std::byte*[]>(nc * n * n);  // value-initialized: all null
+    own_control_ = std::make_unique<detail::control_block>();
+    own_arrivals_ = std::make_unique<detail::padded_counter[]>((nc + 1) * n);
+    own_exposed_ = std::make_unique<exposed_buffers[]>(nc * n);
+    own_doorbells_ = std::make_unique<detail::doorbell[]>(n);
+    control_ = own_control_.get();
+    arrivals_ = own_arrivals_.get();
+    doorbells_ = own_doorbells_.get();
     scratch_ = std::make_unique<scratch_slot[]>(n);
+  }
+
+  // A world of processes over `seg`, already mapped and checked (check_segment), where this
+  // process is rank `rank`: records its pid and takes its liveness lock. Made by
+  // process_world.hpp; use host::make_process_world or communicator::split / dup.
+  world(detail::process_tag, detail::shm_segment seg, int nranks, int rank, options opt)
+      : nranks_(nranks), opt_(opt), rank_(rank), seg_(std::move(seg)), layout_(nranks, opt) {
+    std::byte* b = seg_.base();
+    control_ = reinterpret_cast<detail::control_block*>(b + layout_.control);
+    info_ = reinterpret_cast<detail::rank_info*>(b + layout_.info);
+    doorbells_ = reinterpret_cast<detail::doorbell*>(b + layout_.doorbells);
+    arrivals_ = reinterpret_cast<detail::padded_counter*>(b + layout_.arrivals);
+    shared_exposed_ = reinterpret_cast<detail::shared_exposed*>(b + layout_.exposed);
+    scratch_ = std::make_unique<scratch_slot[]>(static_cast<std::size_t>(nranks));
+    info_[rank].pid = static_cast<std::int64_t>(::getpid());
+    seg_.lock_rank(rank);
   }
 
   world(const world&) = delete;
   world& operator=(const world&) = delete;
 
   ~world() {
+    if (seg_) {
+      // Before the liveness lock goes (with the descriptor): peers must not take this for a death.
+      detail::sys_atomic<std::uint32_t>(info_[rank_].departed).store(1, cuda::std::memory_order_release);
+      return;  // seg_ unmaps and closes
+    }
     const std::size_t total = static_cast<std::size_t>(opt_.channels) * static_cast<std::size_t>(nranks_) *
                               static_cast<std::size_t>(nranks_);
-    for (std::size_t i = 0; i < total; ++i) delete connections_[i];
+    for (std::size_t i = 0; i < total; ++i)
+      if (blocks_[i] != nullptr) ::operator delete[](blocks_[i], std::align_val_t{64});
   }
 
   int size() const noexcept { return nranks_; }
   const options& opts() const noexcept { return opt_; }
+  // Whether the ranks are processes (each drives local_rank()) rather than threads of this one.
+  bool is_process() const noexcept { return static_cast<bool>(seg_); }
+  // The rank this process drives in a world of processes; no_rank in a world of threads.
+  int local_rank() const noexcept { return rank_; }
 
   // The connection (channel, src -> dst), made on first use by either end.
-  connection& connect(int channel, int src, int dst) {
-    connection*& entry = connections_[(static_cast<std::size_t>(channel) * static_cast<std::size_t>(nranks_) +
-                                       static_cast<std::size_t>(src)) *
-                                          static_cast<std::size_t>(nranks_) +
-                                      static_cast<std::size_t>(dst)];
-    detail::sys_atomic<connection*> ref(entry);
-    // Acquire: the connection's construction happens before its use by the other end.
-    if (connection* c = ref.load(cuda::std::memory_order_acquire)) return *c;
-    auto made = std::make_unique<connection>(opt_.slots, opt_.slot_bytes);
-    connection* expected = nullptr;
-    if (ref.compare_exchange_strong(expected, made.get(), cuda::std::memory_order_acq_rel,
-                                    cuda::std::memory_order_acquire))
-      return *made.release();
-    return *expected;  // the other end made it first
+  connection connect(int channel, int src, int dst) {
+    const std::size_t i = (static_cast<std::size_t>(channel) * static_cast<std::size_t>(nranks_) +
+                           static_cast<std::size_t>(src)) *
+                              static_cast<std::size_t>(nranks_) +
+                          static_cast<std::size_t>(dst);
+    if (seg_) return connection(seg_.base() + layout_.connections + i * layout_.connection_bytes, opt_.slots, opt_.slot_bytes);
+    detail::sys_atomic<std::byte*> ref(blocks_[i]);
+    // Acquire: the block's zeroed counters happen before their use by the other end.
+    std::byte* block = ref.load(cuda::std::memory_order_acquire);
+    if (block == nullptr) {
+      const std::size_t bytes = connection::block_bytes(opt_.slots, opt_.slot_bytes);
+      // Only the counters are zeroed: pages are touched only by the slots that carry messages.
+      std::byte* made = static_cast<std::byte*>(::operator new[](bytes, std::align_val_t{64}));
+      std::memset(made, 0, connection::counter_bytes);
+      std::byte* expected = nullptr;
+      if (ref.compare_exchange_strong(expected, made, cuda::std::memory_order_acq_rel, cuda::std::memory_order_acquire)) {
+        block = made;
+      } else {
+        ::operator delete[](made, std::align_val_t{64});
+        block = expected;  // the other end made it first
+      }
+    }
+    return connection(block, opt_.slots, opt_.slot_bytes);
   }
 
   detail::doorbell& doorbell_of(int rank) noexcept { return doorbells_[static_cast<std::size_t>(rank)]; }
 
   // A rank's scratch, 64-byte aligned, used by that rank's thread only (a rank runs its channels
   // one after the other): room for one slot of accumulators (up to 4 bytes per byte of element:
-  // fp8 accumulates in float) and one slot of elements.
+  // fp8 accumulates in float) and one slot of elements. Private memory in both kinds of world.
   std::size_t scratch_bytes() const noexcept { return 5 * opt_.slot_bytes + 128; }
   std::byte* scratch(int rank) {
     scratch_slot& s = scratch_[static_cast<std::size_t>(rank)];
@@ -109,30 +263,67 @@ class world {
   // Throws errc::internal/timeout/... after marking the world failed (see Failures above).
   [[noreturn]] void fail(errc code, const char* what, int rank, const std::string& msg) {
     const std::string text = collcomm::detail::format_error(what, rank, msg);
-    {
-      std::lock_guard<std::mutex> lock(failure_mutex_);
-      if (failure_.empty()) failure_ = text;
-    }
-    detail::sys_atomic<std::uint32_t>(failed_).store(1, cuda::std::memory_order_release);
+    record(control_->failed, control_->failure_ready, control_->failure, text);
     throw error(code, rank, text);
   }
-  // Throws errc::aborted when an earlier call failed after data moved.
+  // Throws errc::aborted when the world was aborted, or an earlier call failed after data moved.
   void check_usable(const char* what, int rank) {
-    if (detail::sys_atomic<std::uint32_t>(failed_).load(cuda::std::memory_order_acquire) == 0) return;
-    std::string first;
-    {
-      std::lock_guard<std::mutex> lock(failure_mutex_);
-      first = failure_;
-    }
+    if (is_aborted()) throw_aborted(what, rank);
+    if (detail::sys_atomic<std::uint32_t>(control_->failed).load(cuda::std::memory_order_acquire) == 0) return;
     collcomm::detail::fail(errc::aborted, what, rank,
-                           "this host world is unusable after an earlier failure (" + first + "); make a new world");
+                           "this host world is unusable after an earlier failure (" +
+                               recorded(control_->failure_ready, control_->failure) + "); make a new world");
   }
 
+  // Marks the world aborted (see Abort above) and wakes every waiting rank. `by`: the rank that
+  // aborts (for the message; no_rank if none); `reason` says why. Never throws; the first abort's
+  // reason is the one every rank reports.
+  void abort(int by, const std::string& reason) noexcept {
+    try {
+      std::string text = by == no_rank ? reason : "rank " + std::to_string(by) + " aborted the communicator";
+      if (by != no_rank && !reason.empty()) text += " (" + reason + ")";
+      record(control_->aborted, control_->abort_ready, control_->abort_text, text);
+    } catch (...) {
+      detail::sys_atomic<std::uint32_t>(control_->aborted).store(1, cuda::std::memory_order_release);
+    }
+    for (int r = 0; r < nranks_; ++r) detail::ring(doorbell_of(r));
+  }
+  bool is_aborted() const noexcept {
+    return detail::sys_atomic<std::uint32_t>(control_->aborted).load(cuda::std::memory_order_acquire) != 0;
+  }
+
+  // Called by every wait of `rank` after each sleep: throws errc::aborted when the world was
+  // aborted, or (process worlds, every liveness_interval) when a peer's process died.
+  void watch(int rank, const char* what) {
+    if (is_aborted()) throw_aborted(what, rank);
+    if (!seg_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_liveness_check_) return;
+    next_liveness_check_ = now + liveness_interval;
+    for (int r = 0; r < nranks_; ++r) {
+      if (r == rank || seg_.rank_lock_held(r)) continue;
+      if (detail::sys_atomic<std::uint32_t>(info_[r].departed).load(cuda::std::memory_order_acquire) != 0) continue;
+      abort(no_rank, "rank " + std::to_string(r) + " (pid " + std::to_string(info_[r].pid) +
+                         ") died: its process ended without leaving the communicator (found by rank " +
+                         std::to_string(rank) + " in " + what + ")");
+      throw_aborted(what, rank);
+    }
+  }
+
+  // Whether process rank r's process is gone (no liveness lock, no clean departure).
+  bool rank_died(int r) const noexcept {
+    if (!seg_ || r == rank_) return false;
+    return !seg_.rank_lock_held(r) &&
+           detail::sys_atomic<std::uint32_t>(info_[r].departed).load(cuda::std::memory_order_acquire) == 0;
+  }
+  std::int64_t pid_of(int r) const noexcept { return seg_ ? info_[r].pid : static_cast<std::int64_t>(::getpid()); }
+
   // ---- barrier ---------------------------------------------------------------------------------
-  // Every rank of the world, one channel. Each rank counts the barriers it entered on the channel
-  // (a counter only it writes, that only grows); barrier g is passed when every rank's count is
-  // >= g. Release store of the own count, acquire loads of the others': everything a rank did
-  // before it entered happens before everything any rank does after it leaves.
+  // Every rank of the world, one channel (or channel opts().channels: the control channel that
+  // split and dup use). Each rank counts the barriers it entered on the channel (a counter only it
+  // writes, that only grows); barrier g is passed when every rank's count is >= g. Release store of
+  // the own count, acquire loads of the others': everything a rank did before it entered happens
+  // before everything any rank does after it leaves.
   void barrier(int channel, int rank, const char* what) {
     const std::size_t base = static_cast<std::size_t>(channel) * static_cast<std::size_t>(nranks_);
     auto count = [&](int r) { return detail::sys_atomic<std::uint64_t>(arrivals_[base + static_cast<std::size_t>(r)].value); };
@@ -145,19 +336,25 @@ class world {
         if (count(r).load(cuda::std::memory_order_acquire) < gen) return false;
       return true;
     };
-    detail::wait_until(doorbell_of(rank), opt_.timeout, all_arrived, [&] {
-      std::string missing;
-      for (int r = 0; r < nranks_; ++r)
-        if (count(r).load(cuda::std::memory_order_acquire) < gen) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-      timeout(what, rank,
-              "at barrier #" + std::to_string(gen) + " on channel " + std::to_string(channel) +
-                  " waiting for rank(s) " + missing + " to arrive");
-    });
+    detail::wait_until(
+        doorbell_of(rank), opt_.timeout, all_arrived,
+        [&] {
+          std::string missing;
+          for (int r = 0; r < nranks_; ++r)
+            if (count(r).load(cuda::std::memory_order_acquire) < gen) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+          timeout(what, rank,
+                  "at barrier #" + std::to_string(gen) + " on channel " + std::to_string(channel) +
+                      " waiting for rank(s) " + missing + " to arrive");
+        },
+        [&] { watch(rank, what); });
   }
 
   // ---- direct access ---------------------------------------------------------------------------
   // What a rank exposes to its peers for one call on one channel. Written by the owner before the
-  // schedule's first barrier, read by peers only after it (the barrier orders them).
+  // schedule's first barrier, read by peers only after it (the barrier orders them). In a process
+  // world a peer sees the pointers translated into its own mapping of the segment, and null for
+  // memory outside the segment (a buffer that was not staged: the call's algorithm reads no
+  // peer's buffers).
   struct alignas(64) exposed_buffers {  // a cache line each: written by one rank, read by all
     const void* in = nullptr;
     index_t in_elems = 0;
@@ -165,25 +362,57 @@ class world {
     index_t out_elems = 0;
     element_kind elem = element_kind::f32;
   };
-  void expose(int channel, int rank, const exposed_buffers& b) noexcept { exposed_[index(channel, rank)] = b; }
-  const exposed_buffers& exposed(int channel, int rank) const noexcept { return exposed_[index(channel, rank)]; }
+  void expose(int channel, int rank, const exposed_buffers& b) noexcept {
+    if (!seg_) {
+      own_exposed_[index(channel, rank)] = b;
+      return;
+    }
+    // A buffer outside the segment is exposed as empty: a peer that reads it anyway (ranks that
+    // disagree on the algorithm) meets the primitives' bounds check, not a wild pointer.
+    detail::shared_exposed& e = shared_exposed_[index(channel, rank)];
+    e.in_off = offset_of(b.in);
+    e.in_elems = e.in_off < 0 ? 0 : b.in_elems;
+    e.out_off = offset_of(b.out);
+    e.out_elems = e.out_off < 0 ? 0 : b.out_elems;
+    e.elem = b.elem;
+  }
+  exposed_buffers exposed(int channel, int rank) const noexcept {
+    if (!seg_) return own_exposed_[index(channel, rank)];
+    const detail::shared_exposed& e = shared_exposed_[index(channel, rank)];
+    exposed_buffers b;
+    b.in = e.in_off < 0 ? nullptr : seg_.base() + e.in_off;
+    b.in_elems = e.in_elems;
+    b.out = e.out_off < 0 ? nullptr : seg_.base() + e.out_off;
+    b.out_elems = e.out_elems;
+    b.elem = e.elem;
+    return b;
+  }
+
+  // Process worlds: rank `rank`'s window (window_bytes() bytes, 4096-byte aligned) in the segment.
+  std::byte* window(int rank) const noexcept {
+    return seg_.base() + layout_.windows + static_cast<std::size_t>(rank) * layout_.window_bytes;
+  }
+  std::size_t window_bytes() const noexcept { return seg_ ? layout_.window_bytes : 0; }
 
   // ---- messages --------------------------------------------------------------------------------
   // Sender side of (channel, src -> dst): waits for a free slot and returns its data.
   std::byte* wait_slot(int channel, int src, int dst, const char* what) {
-    connection& c = connect(channel, src, dst);
-    detail::wait_until(doorbell_of(src), opt_.timeout, [&] { return c.can_send(); }, [&] {
-      timeout(what, src,
-              "waiting for rank " + std::to_string(dst) + " to free a slot on channel " + std::to_string(channel) +
-                  " (connection " + std::to_string(src) + " -> " + std::to_string(dst) + ": all " +
-                  std::to_string(c.slots()) + " slots full, rank " + std::to_string(dst) + " consumed " +
-                  std::to_string(c.peer_head()) + " of " + std::to_string(c.own_tail()) + " messages)");
-    });
+    connection c = connect(channel, src, dst);
+    detail::wait_until(
+        doorbell_of(src), opt_.timeout, [&] { return c.can_send(); },
+        [&] {
+          timeout(what, src,
+                  "waiting for rank " + std::to_string(dst) + " to free a slot on channel " + std::to_string(channel) +
+                      " (connection " + std::to_string(src) + " -> " + std::to_string(dst) + ": all " +
+                      std::to_string(c.slots()) + " slots full, rank " + std::to_string(dst) + " consumed " +
+                      std::to_string(c.peer_head()) + " of " + std::to_string(c.own_tail()) + " messages)");
+        },
+        [&] { watch(src, what); });
     return c.data(c.own_tail());
   }
   // Sender side: the slot returned by wait_slot holds `elems` elements of type `elem`; send it.
   void publish(int channel, int src, int dst, index_t elems, element_kind elem) {
-    connection& c = connect(channel, src, dst);
+    connection c = connect(channel, src, dst);
     slot_header& h = c.header(c.own_tail());
     h.elems = elems;
     h.elem = static_cast<std::uint32_t>(elem);
@@ -193,14 +422,17 @@ class world {
   // Receiver side of (channel, src -> dst): waits for the next message and returns its data.
   // Throws errc::invalid_argument when it does not hold `elems` elements of type `elem`.
   const std::byte* wait_message(int channel, int src, int dst, index_t elems, element_kind elem, const char* what) {
-    connection& c = connect(channel, src, dst);
-    detail::wait_until(doorbell_of(dst), opt_.timeout, [&] { return c.can_recv(); }, [&] {
-      timeout(what, dst,
-              "waiting for message #" + std::to_string(c.own_head()) + " from rank " + std::to_string(src) +
-                  " on channel " + std::to_string(channel) + " (connection " + std::to_string(src) + " -> " +
-                  std::to_string(dst) + ": rank " + std::to_string(src) + " has sent " +
-                  std::to_string(c.peer_tail()) + " messages)");
-    });
+    connection c = connect(channel, src, dst);
+    detail::wait_until(
+        doorbell_of(dst), opt_.timeout, [&] { return c.can_recv(); },
+        [&] {
+          timeout(what, dst,
+                  "waiting for message #" + std::to_string(c.own_head()) + " from rank " + std::to_string(src) +
+                      " on channel " + std::to_string(channel) + " (connection " + std::to_string(src) + " -> " +
+                      std::to_string(dst) + ": rank " + std::to_string(src) + " has sent " +
+                      std::to_string(c.peer_tail()) + " messages)");
+        },
+        [&] { watch(dst, what); });
     const std::uint64_t m = c.own_head();
     const slot_header& h = c.header(m);
     if (h.elems != elems || h.elem != static_cast<std::uint32_t>(elem))
@@ -218,10 +450,35 @@ class world {
     detail::ring(doorbell_of(src));
   }
 
+  // ---- process worlds: the segment and the split exchange (process_world.hpp) ---------------------
+  std::uint64_t token() const noexcept { return control_->token; }
+  detail::rank_info& info(int rank) noexcept { return info_[rank]; }
+  std::uint64_t next_split_seq() noexcept { return ++split_seq_; }
+
+  // Writes the identity of a new segment (the creator, before any other rank opens it).
+  static void init_segment(std::byte* base, int nranks, const options& o, std::uint64_t token) noexcept {
+    auto* c = reinterpret_cast<detail::control_block*>(base + detail::segment_layout(nranks, o).control);
+    c->nranks = nranks;
+    c->channels = o.channels;
+    c->slots = o.slots;
+    c->slot_bytes = o.slot_bytes;
+    c->window_bytes = o.window_bytes;
+    c->token = token;
+    detail::sys_atomic<std::uint64_t>(c->magic).store(detail::control_block::magic_value, cuda::std::memory_order_release);
+  }
+  // Empty when the segment at `base` holds a world of these ranks and options, else what differs.
+  static std::string check_segment(const std::byte* base, int nranks, const options& o) {
+    const auto* c = reinterpret_cast<const detail::control_block*>(base + detail::segment_layout(nranks, o).control);
+    if (c->magic != detail::control_block::magic_value) return "the segment holds no collcomm world (bad magic)";
+    if (c->nranks != nranks || c->channels != o.channels || c->slots != o.slots || c->slot_bytes != o.slot_bytes ||
+        c->window_bytes != o.window_bytes)
+      return "the segment's world has other ranks or options than this rank's: nranks " + std::to_string(c->nranks) +
+             ", channels " + std::to_string(c->channels) + ", slots " + std::to_string(c->slots) + ", slot_bytes " +
+             std::to_string(c->slot_bytes) + ", window_bytes " + std::to_string(c->window_bytes);
+    return {};
+  }
+
  private:
-  struct padded_counter {
-    alignas(64) std::uint64_t value = 0;
-  };
   struct aligned_delete {
     void operator()(std::byte* p) const noexcept { ::operator delete[](p, std::align_val_t{64}); }
   };
@@ -231,6 +488,36 @@ class world {
 
   std::size_t index(int channel, int rank) const noexcept {
     return static_cast<std::size_t>(channel) * static_cast<std::size_t>(nranks_) + static_cast<std::size_t>(rank);
+  }
+
+  std::int64_t offset_of(const void* p) const noexcept {
+    const auto* b = static_cast<const std::byte*>(p);
+    if (b == nullptr || b < seg_.base() || b >= seg_.base() + seg_.size()) return -1;
+    return static_cast<std::int64_t>(b - seg_.base());
+  }
+
+  // The first caller to set `flag` writes `text`, then publishes it with `ready`.
+  static void record(std::uint32_t& flag, std::uint32_t& ready, char* dst, const std::string& text) noexcept {
+    std::uint32_t expected = 0;
+    if (!detail::sys_atomic<std::uint32_t>(flag).compare_exchange_strong(expected, 1, cuda::std::memory_order_acq_rel,
+                                                                         cuda::std::memory_order_acquire))
+      return;
+    const std::size_t n = std::min(text.size(), detail::control_block::text_bytes - 1);
+    std::memcpy(dst, text.data(), n);
+    dst[n] = '\0';
+    detail::sys_atomic<std::uint32_t>(ready).store(1, cuda::std::memory_order_release);
+  }
+  // The text of a set flag; waits a little for the writer to publish it.
+  static std::string recorded(std::uint32_t& ready, const char* src) {
+    for (int i = 0; i < 1000; ++i) {
+      if (detail::sys_atomic<std::uint32_t>(ready).load(cuda::std::memory_order_acquire) != 0) return std::string(src);
+      std::this_thread::yield();
+    }
+    return "its message was not recorded";
+  }
+  [[noreturn]] void throw_aborted(const char* what, int rank) {
+    collcomm::detail::fail(errc::aborted, what, rank,
+                           "the communicator was aborted: " + recorded(control_->abort_ready, control_->abort_text));
   }
 
   [[noreturn]] void timeout(const char* what, int rank, const std::string& awaited) {
@@ -248,14 +535,26 @@ class world {
 
   int nranks_;
   options opt_;
-  std::uint32_t failed_ = 0;  // set once (release) by the first failure after data moved
-  std::mutex failure_mutex_;
-  std::string failure_;       // its message, under failure_mutex_
-  std::unique_ptr<connection*[]> connections_;      // (channel, src, dst)
-  std::unique_ptr<padded_counter[]> arrivals_;      // (channel, rank): barriers entered
-  std::unique_ptr<exposed_buffers[]> exposed_;      // (channel, rank)
-  std::unique_ptr<detail::doorbell[]> doorbells_;   // (rank)
-  std::unique_ptr<scratch_slot[]> scratch_;         // (rank)
+  int rank_ = no_rank;  // process worlds: the rank this process drives
+  // Shared state: on the heap (threads: the own_* members own it) or in the segment (processes).
+  detail::control_block* control_ = nullptr;
+  detail::padded_counter* arrivals_ = nullptr;  // (channel, rank): barriers entered; channels + 1 channels
+  detail::doorbell* doorbells_ = nullptr;       // (rank)
+  // Threads only.
+  std::unique_ptr<std::byte*[]> blocks_;               // (channel, src, dst): connection blocks, made on first use
+  std::unique_ptr<detail::control_block> own_control_;
+  std::unique_ptr<detail::padded_counter[]> own_arrivals_;
+  std::unique_ptr<exposed_buffers[]> own_exposed_;     // (channel, rank)
+  std::unique_ptr<detail::doorbell[]> own_doorbells_;
+  // Processes only.
+  detail::shm_segment seg_;
+  detail::segment_layout layout_{1, options{}};
+  detail::rank_info* info_ = nullptr;                  // (rank)
+  detail::shared_exposed* shared_exposed_ = nullptr;   // (channel, rank)
+  std::chrono::steady_clock::time_point next_liveness_check_{};
+  std::uint64_t split_seq_ = 0;
+  // Both.
+  std::unique_ptr<scratch_slot[]> scratch_;  // (rank)
 };
 
 }  // namespace host

@@ -1,0 +1,335 @@
+// collcomm/host/process_world.hpp — host worlds whose ranks are processes of one host: made from
+// a bootstrap, split from a parent world, and the staging of direct calls through the segment.
+//
+//   // every process (torchrun, mpirun, a fork loop ...):
+//   auto boot = collcomm::bootstrap::from_env();
+//   collcomm::communicator<collcomm::transport::host_shm> comm(boot);   // make_process_world below
+//   collcomm::all_reduce(comm, send, recv, count);
+//   auto half = comm.split(comm.rank() % 2, comm.rank());                 // std::optional<communicator>
+//
+// make_process_world(boot, options) is collective over the bootstrap's ranks (all of them, in the
+// same order as their other bootstrap calls), and so is split over the parent's ranks. Both
+// follow segment.hpp's life: one rank creates the segment (its name derived from a random job
+// token), the others open it, a last exchange says every rank mapped it, and the name is unlinked
+// at once. Every step is bounded by a timeout (the bootstrap's, or the parent world's) and a
+// failure anywhere — a segment that cannot be made, options that differ, a rank that died — is an
+// error on every rank, naming the rank it came from.
+//
+// Direct algorithms across processes. one_shot, two_shot and direct load peers' buffers. A user
+// buffer is private memory of its process; reading it from a peer would need process_vm_readv
+// (refused between sibling processes under Yama ptrace_scope >= 1, and by many container seccomp
+// profiles) or memory the user allocated from us. So a direct call stages through the segment
+// (staged_call below): the rank copies its input into its window, the schedule runs on the window
+// — peers read it there, at the same offsets, so the in-place layout and every schedule's
+// reasoning about it hold unchanged — and the rank copies its output back after the schedule's
+// last barrier. Two extra local copies, no change to the primitives or the schedules. FIFO
+// algorithms (ring, tree, ...) move data through the connections and need no staging.
+#pragma once
+
+#include <collcomm/bootstrap/bootstrap.hpp>
+#include <collcomm/config.hpp>
+#include <collcomm/error.hpp>
+#include <collcomm/host/options.hpp>
+#include <collcomm/host/segment.hpp>
+#include <collcomm/host/world.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+COLLCOMM_NAMESPACE_BEGIN
+
+// The color of a rank that joins no new communicator in communicator::split (any negative color
+// does the same), as NCCL_SPLIT_NOCOLOR and MPI_UNDEFINED.
+inline constexpr int no_color = -1;
+
+namespace host {
+namespace detail {
+
+inline std::uint64_t mix64(std::uint64_t x) noexcept {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+inline std::uint64_t random_token() {
+  std::random_device rd;
+  std::uint64_t t = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+  t ^= mix64(static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+             (static_cast<std::uint64_t>(::getpid()) << 32));
+  return t == 0 ? 1 : t;
+}
+
+// A status record exchanged over the bootstrap: empty text = ok.
+inline constexpr std::size_t status_bytes = 512;
+
+template <class B>
+std::vector<std::string> exchange_status(B& boot, const std::string& err) {
+  std::vector<std::byte> mine(status_bytes, std::byte{0}), all(status_bytes * static_cast<std::size_t>(boot.size()));
+  std::memcpy(mine.data(), err.data(), std::min(err.size(), status_bytes - 1));
+  boot.all_gather(std::span<const std::byte>(mine), std::span<std::byte>(all));
+  std::vector<std::string> out(static_cast<std::size_t>(boot.size()));
+  for (std::size_t r = 0; r < out.size(); ++r) {
+    const char* p = reinterpret_cast<const char*>(all.data() + r * status_bytes);
+    out[r] = std::string(p, strnlen(p, status_bytes - 1));
+  }
+  return out;
+}
+
+// Throws errc::system on this rank when any rank's status is an error, naming those ranks.
+inline void check_statuses(const std::vector<std::string>& errs, const char* where, int rank) {
+  std::string ranks, first;
+  for (std::size_t r = 0; r < errs.size(); ++r)
+    if (!errs[r].empty()) {
+      ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+      if (first.empty()) first = errs[r];
+    }
+  if (!ranks.empty())
+    collcomm::detail::fail(errc::system, where, rank, "rank(s) " + ranks + " could not join the shared-memory world: " + first);
+}
+
+// What each rank says first when a process world is made from a bootstrap.
+struct hello_record {
+  std::uint64_t token;  // rank 0's is the job's
+  std::int64_t pid;
+  std::int32_t channels, slots;
+  std::uint64_t slot_bytes, window_bytes;
+};
+
+}  // namespace detail
+
+// A world of boot.size() processes in which this process is rank boot.rank(). Collective over the
+// bootstrap. Every rank must pass the same options (timeout aside: each rank bounds its own
+// waits); a rank whose options differ from rank 0's is an errc::invalid_argument on every rank,
+// naming it and the option. Throws errc::system when the segment cannot be made or opened (with
+// the OS's reason), and whatever the bootstrap throws (a timeout naming the missing ranks).
+template <bootstrap::bootstrap_like B>
+std::shared_ptr<world> make_process_world(B& boot, options opt = {}) {
+  const int n = boot.size(), r = boot.rank();
+  const char* where = "host::make_process_world";
+  world::check_options(n, opt, where);
+
+  detail::hello_record hello{r == 0 ? detail::random_token() : 0, static_cast<std::int64_t>(::getpid()), opt.channels,
+                             opt.slots,   opt.slot_bytes,  opt.window_bytes};
+  std::vector<std::byte> all(sizeof hello * static_cast<std::size_t>(n));
+  boot.all_gather(std::span<const std::byte>(reinterpret_cast<const std::byte*>(&hello), sizeof hello), std::span<std::byte>(all));
+  std::vector<detail::hello_record> hellos(static_cast<std::size_t>(n));
+  std::memcpy(hellos.data(), all.data(), all.size());
+  for (int q = 1; q < n; ++q) {
+    const auto& h = hellos[static_cast<std::size_t>(q)];
+    const auto& h0 = hellos[0];
+    auto differs = [&](const char* name, auto mine, auto root) {
+      if (mine != root)
+        collcomm::detail::fail(errc::invalid_argument, where, r,
+                               "rank " + std::to_string(q) + " passes option '" + name + "' = " + std::to_string(mine) +
+                                   ", rank 0 passes " + std::to_string(root) + ": every rank must pass the same options");
+    };
+    differs("channels", h.channels, h0.channels);
+    differs("slots", h.slots, h0.slots);
+    differs("slot_bytes", h.slot_bytes, h0.slot_bytes);
+    differs("window_bytes", h.window_bytes, h0.window_bytes);
+  }
+  const std::uint64_t token = hellos[0].token;
+  const std::string name = detail::segment_name(token, "w");
+  const detail::segment_layout layout(n, opt);
+
+  // From here every rank knows the name: each unlinks it on its way out of an error.
+  try {
+    std::string err;
+    detail::shm_segment seg;
+    if (r == 0) {
+      try {
+        seg = detail::shm_segment::create(name, layout.total, layout.control_end, 0);
+        world::init_segment(seg.base(), n, opt, token);
+      } catch (const error& e) {
+        err = e.what();
+      }
+    }
+    std::vector<std::string> errs = detail::exchange_status(boot, err);  // the segment exists (or not)
+    if (!errs[0].empty()) detail::check_statuses(errs, where, r);
+    std::shared_ptr<world> w;
+    try {
+      if (r != 0) {
+        seg = detail::shm_segment::open(name, layout.total, r);
+        if (std::string bad = world::check_segment(seg.base(), n, opt); !bad.empty())
+          collcomm::detail::fail(errc::system, where, r, bad);
+      }
+      w = std::make_shared<world>(detail::process_tag{}, std::move(seg), n, r, opt);
+    } catch (const error& e) {
+      err = e.what();
+    }
+    errs = detail::exchange_status(boot, err);  // every rank mapped it (or said why not)
+    detail::shm_segment::unlink(name);
+    detail::check_statuses(errs, where, r);
+    return w;
+  } catch (...) {
+    detail::shm_segment::unlink(name);
+    throw;
+  }
+}
+
+namespace detail {
+
+inline void set_status(rank_info& me, std::uint64_t seq, const std::string& err) noexcept {
+  const std::size_t k = std::min(err.size(), rank_info::text_bytes - 1);
+  std::memcpy(me.status_text, err.data(), k);
+  me.status_text[k] = '\0';
+  me.status = err.empty() ? 0 : 1;
+  me.status_seq = seq;
+}
+
+// The split of `parent` (a world of processes) by this process's rank `rank`: see
+// communicator::split. Returns null for a negative color. Collective over the parent's ranks,
+// through its control channel (barrier channel opts().channels) and its rank_info records:
+//   A  each rank writes (seq, color, key); barrier
+//   B  each group's leader (its new rank 0) creates, initializes and maps the group's segment and
+//      writes its status; barrier
+//   C  the other members open and map it (unless the leader failed) and write their status; barrier
+//   D  the leader unlinks the name; every member checks every member's status.
+// A rank's record is written only between two barriers in which no rank reads it (the statuses of
+// split k are read before C(k) or right after it, and rewritten only after A(k + 1)).
+inline std::shared_ptr<world> split_world(world& parent, int rank, int color, int key) {
+  const char* what = "split";
+  if (!parent.is_process() || rank != parent.local_rank())
+    collcomm::detail::fail(errc::invalid_usage, what, rank,
+                           "split and dup need a world of processes (host::make_process_world or "
+                           "communicator(bootstrap)); a world of threads has no segment to share");
+  parent.check_usable(what, rank);
+  const int n = parent.size(), ctl = parent.opts().channels;
+  const std::uint64_t seq = parent.next_split_seq();
+  if (color < 0) color = no_color;
+  rank_info& me = parent.info(rank);
+  me.split_seq = seq;
+  me.color = color;
+  me.key = key;
+  parent.barrier(ctl, rank, what);  // A
+
+  // The group: every rank of this color, ordered by (key, old rank).
+  std::vector<int> members;
+  for (int q = 0; q < n; ++q) {
+    const rank_info& o = parent.info(q);
+    if (o.split_seq != seq)
+      parent.fail(errc::invalid_usage, what, rank,
+                  "rank " + std::to_string(q) + " is in split #" + std::to_string(o.split_seq) + ", this rank in split #" +
+                      std::to_string(seq) + ": every rank must call split and dup in the same order");
+    if (color >= 0 && o.color == color) members.push_back(q);
+  }
+  std::stable_sort(members.begin(), members.end(), [&](int a, int b) { return parent.info(a).key < parent.info(b).key; });
+  const bool in_group = color >= 0;
+  const int new_n = static_cast<int>(members.size());
+  const int new_rank = in_group ? static_cast<int>(std::find(members.begin(), members.end(), rank) - members.begin()) : -1;
+  const int leader = in_group ? members[0] : -1;
+  const std::string name = segment_name(parent.token(), "s" + std::to_string(seq) + "r" + std::to_string(leader));
+  const std::uint64_t child_token = mix64(parent.token() ^ mix64(seq * 0x100000001b3ull + static_cast<std::uint64_t>(leader)));
+  const options opt = parent.opts();
+  const segment_layout layout(in_group ? new_n : 1, opt);
+
+  std::shared_ptr<world> w;
+  try {
+    std::string err;
+    shm_segment seg;
+    if (in_group && rank == leader) {
+      try {
+        seg = shm_segment::create(name, layout.total, layout.control_end, rank);
+        world::init_segment(seg.base(), new_n, opt, child_token);
+        w = std::make_shared<world>(process_tag{}, std::move(seg), new_n, new_rank, opt);
+      } catch (const error& e) {
+        err = e.what();
+      }
+      set_status(me, seq, err);
+    }
+    parent.barrier(ctl, rank, what);  // B
+    if (in_group && rank != leader) {
+      const rank_info& l = parent.info(leader);
+      if (l.status != 0) err = "rank " + std::to_string(leader) + " (the new rank 0) failed: " + l.status_text;
+      try {
+        if (err.empty()) {
+          seg = shm_segment::open(name, layout.total, rank);
+          if (std::string bad = world::check_segment(seg.base(), new_n, opt); !bad.empty())
+            collcomm::detail::fail(errc::system, what, rank, bad);
+          w = std::make_shared<world>(process_tag{}, std::move(seg), new_n, new_rank, opt);
+        }
+      } catch (const error& e) {
+        err = e.what();
+      }
+      set_status(me, seq, err);
+    }
+    parent.barrier(ctl, rank, what);  // C
+    if (!in_group) return nullptr;
+    if (rank == leader) shm_segment::unlink(name);
+    std::string ranks, first;
+    for (int q : members) {
+      const rank_info& o = parent.info(q);
+      if (o.status_seq == seq && o.status == 0) continue;
+      ranks += (ranks.empty() ? "" : ", ") + std::to_string(q);
+      if (first.empty()) first = o.status_seq == seq ? std::string(o.status_text) : "no status recorded";
+    }
+    if (!ranks.empty())
+      collcomm::detail::fail(errc::system, what, rank,
+                             "rank(s) " + ranks + " of the parent could not join the new communicator: " + first);
+    return w;
+  } catch (...) {
+    if (in_group) shm_segment::unlink(name);
+    throw;
+  }
+}
+
+// A direct call's buffers staged through this rank's window (see the file comment). Throws
+// errc::invalid_argument (nothing moved, on every rank alike: the sizes follow from the call's
+// arguments) when they do not fit the window.
+template <class T>
+class staged_call {
+ public:
+  staged_call(world& w, int rank, const char* what, const char* algo, const T* in, index_t in_elems, T* out, index_t out_elems)
+      : user_out_(out), out_bytes_(out_elems * sizeof(T)) {
+    const std::size_t in_bytes = in_elems * sizeof(T);
+    std::byte* win = w.window(rank);
+    const auto ia = reinterpret_cast<std::uintptr_t>(in), oa = reinterpret_cast<std::uintptr_t>(out);
+    std::size_t need = 0, in_at = 0, out_at = 0;
+    if (in_bytes != 0 && out_bytes_ != 0 && ia < oa + out_bytes_ && oa < ia + in_bytes) {
+      // In place: the same relative placement as the user's buffers.
+      const std::uintptr_t lo = std::min(ia, oa), hi = std::max(ia + in_bytes, oa + out_bytes_);
+      need = hi - lo;
+      in_at = ia - lo;
+      out_at = oa - lo;
+    } else {
+      out_at = (in_bytes + 63) / 64 * 64;
+      need = out_at + out_bytes_;
+    }
+    if (need > w.window_bytes())
+      collcomm::detail::fail(errc::invalid_argument, what, rank,
+                             std::string("algorithm ") + algo + " reads peers' buffers, which across processes go through " +
+                                 "each rank's window of the shared segment: this call needs " + std::to_string(need) +
+                                 " bytes, more than option 'window_bytes' = " + std::to_string(w.window_bytes()) +
+                                 "; raise it, or use a FIFO algorithm (ring, tree, pairwise)");
+    in_ = in_bytes ? reinterpret_cast<const T*>(win + in_at) : nullptr;
+    out_ = out_bytes_ ? reinterpret_cast<T*>(win + out_at) : nullptr;
+    if (in_bytes) std::memcpy(const_cast<T*>(in_), in, in_bytes);
+  }
+  const T* in() const noexcept { return in_; }
+  T* out() const noexcept { return out_; }
+  // After the schedule: the result to the user's output.
+  void copy_out() const noexcept {
+    if (out_bytes_) std::memcpy(static_cast<void*>(user_out_), out_, out_bytes_);
+  }
+
+ private:
+  T* user_out_;
+  std::size_t out_bytes_;
+  const T* in_ = nullptr;
+  T* out_ = nullptr;
+};
+
+}  // namespace detail
+}  // namespace host
+COLLCOMM_NAMESPACE_END

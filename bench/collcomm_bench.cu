@@ -127,6 +127,7 @@ void run_bench(const settings& st, double copy_bw) {
   if (st.channels > 0) o.channels = st.channels;
   if (st.slot_bytes > 0) o.slot_bytes = st.slot_bytes;
   gpu::world w(n, devices, o);
+  o = w.opts();  // channels resolved
   const bool in_place_ok = collcomm_test::has_in_place<K> && supports_in_place<Algo> && st.in_place;
 
   std::vector<std::size_t> sizes;
@@ -140,6 +141,12 @@ void run_bench(const settings& st, double copy_bw) {
                 "size(B)", "count", "type", "op", "time(us)", "algbw", "busbw", "mem%", "#wrong", "time(us)", "algbw", "busbw", "mem%", "#wrong");
 
   std::barrier sync_point(n);
+  // -G: every rank's -n calls are captured into one graph (the ranks' streams forked from one
+  // capturing stream: ranks sharing a GPU launch together), replayed by rank 0's thread.
+  cudaStream_t origin = nullptr;
+  cudaEvent_t fork = nullptr;
+  std::vector<cudaEvent_t> joins(n, nullptr);
+  cudaGraphExec_t exec = nullptr;
   std::vector<double> rank_time(n);
   std::vector<long> rank_wrong(n);
   std::vector<std::string> errors(n);
@@ -158,6 +165,11 @@ void run_bench(const settings& st, double copy_bw) {
       cudaEvent_t e0, e1;
       cudaEventCreate(&e0);
       cudaEventCreate(&e1);
+      CUDA_OK(cudaEventCreateWithFlags(&joins[r], cudaEventDisableTiming));
+      if (r == 0 && st.graph) {
+        CUDA_OK(cudaStreamCreateWithFlags(&origin, cudaStreamNonBlocking));
+        CUDA_OK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+      }
       std::vector<T> host;
       for (std::size_t bytes : sizes) {
         const index_t count = count_for<K>(bytes, sizeof(T), n);
@@ -191,7 +203,7 @@ void run_bench(const settings& st, double copy_bw) {
           // Checked call first (the data of later calls drift in place).
           long wrong = -1;
           if (st.check && bytes <= st.check_max_bytes) {
-            CUDA_OK(cudaMemset(out, 0xA5, max_bytes));
+            CUDA_OK(cudaMemset(out, 0xA5, out_n * sizeof(T)));
             if (place == 1) {
               index_t off = 0;
               if constexpr (std::is_same_v<K, kind::all_gather>) off = r * count;
@@ -221,24 +233,43 @@ void run_bench(const settings& st, double copy_bw) {
           rank_wrong[r] = wrong;
           // Large messages: fewer calls per repetition (each already takes milliseconds).
           const int iters = bytes >= (std::size_t{64} << 20) ? std::max(2, st.iters / 4) : st.iters;
-          cudaGraphExec_t exec = nullptr;
           if (st.graph) {
-            // No rank may allocate or synchronize the device while a peer captures: fence the
-            // captures with barriers.
+            // No rank may allocate or synchronize the device while the capture is open: fence it
+            // with barriers.
             CUDA_OK(cudaDeviceSynchronize());
             sync_point.arrive_and_wait();
-            cudaGraph_t graph;
-            CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+            if (r == 0) {
+              CUDA_OK(cudaStreamBeginCapture(origin, cudaStreamCaptureModeRelaxed));
+              CUDA_OK(cudaEventRecord(fork, origin));
+            }
+            sync_point.arrive_and_wait();
+            CUDA_OK(cudaStreamWaitEvent(s, fork, 0));
             for (int i = 0; i < st.iters; ++i) call();
-            CUDA_OK(cudaStreamEndCapture(s, &graph));
-            CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-            cudaGraphDestroy(graph);
+            CUDA_OK(cudaEventRecord(joins[r], s));
+            sync_point.arrive_and_wait();
+            if (r == 0) {
+              for (int q = 0; q < n; ++q) CUDA_OK(cudaStreamWaitEvent(origin, joins[q], 0));
+              cudaGraph_t graph;
+              CUDA_OK(cudaStreamEndCapture(origin, &graph));
+              CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+              cudaGraphDestroy(graph);
+              CUDA_OK(cudaGraphUpload(exec, origin));
+              CUDA_OK(cudaStreamSynchronize(origin));
+            }
             sync_point.arrive_and_wait();
           }
           CUDA_OK(cudaDeviceSynchronize());
           sync_point.arrive_and_wait();
-          for (int i = 0; i < st.warmup; ++i) call();
+          if (st.graph) {
+            if (r == 0) {
+              CUDA_OK(cudaGraphLaunch(exec, origin));  // warm-up: one replay
+              CUDA_OK(cudaStreamSynchronize(origin));
+            }
+          } else {
+            for (int i = 0; i < st.warmup; ++i) call();
+          }
           CUDA_OK(cudaStreamSynchronize(s));
+          sync_point.arrive_and_wait();
           try {
             comm.check();
           } catch (const std::exception& e) {
@@ -248,20 +279,37 @@ void run_bench(const settings& st, double copy_bw) {
           const int reps = bytes >= (std::size_t{64} << 20) ? std::min(st.reps, 3) : st.reps;
           for (int rep = 0; rep < reps; ++rep) {
             sync_point.arrive_and_wait();
-            cudaEventRecord(e0, s);
-            if (st.graph) cudaGraphLaunch(exec, s);
-            else for (int i = 0; i < iters; ++i) call();
-            cudaEventRecord(e1, s);
-            CUDA_OK(cudaEventSynchronize(e1));
-            float ms = 0;
-            cudaEventElapsedTime(&ms, e0, e1);
-            rank_time[r] = ms * 1e3 / (st.graph ? st.iters : iters);
+            if (st.graph) {
+              if (r == 0) {
+                cudaEventRecord(e0, origin);
+                cudaGraphLaunch(exec, origin);
+                cudaEventRecord(e1, origin);
+                CUDA_OK(cudaEventSynchronize(e1));
+                float ms = 0;
+                cudaEventElapsedTime(&ms, e0, e1);
+                rank_time[r] = ms * 1e3 / st.iters;
+              } else {
+                rank_time[r] = 0;
+              }
+            } else {
+              cudaEventRecord(e0, s);
+              for (int i = 0; i < iters; ++i) call();
+              cudaEventRecord(e1, s);
+              CUDA_OK(cudaEventSynchronize(e1));
+              float ms = 0;
+              cudaEventElapsedTime(&ms, e0, e1);
+              rank_time[r] = ms * 1e3 / iters;
+            }
             sync_point.arrive_and_wait();
             times.push_back(*std::max_element(rank_time.begin(), rank_time.end()));
             sync_point.arrive_and_wait();
           }
           comm.check();
-          if (exec) cudaGraphExecDestroy(exec);
+          sync_point.arrive_and_wait();
+          if (r == 0 && exec) {
+            cudaGraphExecDestroy(exec);
+            exec = nullptr;
+          }
           CUDA_OK(cudaDeviceSynchronize());
           sync_point.arrive_and_wait();
           if (r == 0) {
@@ -302,10 +350,6 @@ using bench_types = collcomm_test::type_list<float, __nv_bfloat16>;
 
 int main(int argc, char** argv) {
   setenv("CUDA_MODULE_LOADING", "EAGER", 0);
-  // Ranks that share a GPU queue kernels on their own streams; with fewer hardware queues than
-  // streams, a rank's next kernel can sit in front of a peer's current one in one queue — a false
-  // dependency that deadlocks spinning kernels. 32 is the most CUDA allows.
-  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
   settings st;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];

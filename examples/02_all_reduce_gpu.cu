@@ -79,7 +79,6 @@ double run(gpu::world& w, const std::vector<std::vector<float>>& x, const std::v
 }  // namespace
 
 int main(int argc, char** argv) {
-  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);  // ranks sharing a GPU need a hardware queue each
   setenv("CUDA_MODULE_LOADING", "EAGER", 0);
   int ranks = 4;
   std::size_t count = std::size_t{1} << 20;

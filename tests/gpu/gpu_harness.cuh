@@ -41,8 +41,11 @@ long in_place_offset(const case_config& c, int rank) {
 #define GPU_CHECK(x) REQUIRE_EQ((x), cudaSuccess)
 
 // Runs the case; returns the first mismatch as text ("" when every element is right).
+// use_graph: every rank's call is captured into ONE graph (the ranks' streams forked from one
+// capturing stream, as ranks that share a GPU need), replayed 3 times (once in place).
+// repeat: out of place, each rank queues the call `repeat` times back to back, no host barrier.
 template <class K, class Algo, class T, class Op>
-std::string run_case(gpu::world& w, const case_config& c, const Op& op, bool use_graph = false) {
+std::string run_case(gpu::world& w, const case_config& c, const Op& op, bool use_graph = false, int repeat = 1) {
   const int n = c.nranks;
   coll_args base{};
   base.nranks = n;
@@ -60,6 +63,10 @@ std::string run_case(gpu::world& w, const case_config& c, const Op& op, bool use
   // graph instantiation may wait for every kernel on the device: so no rank may call them while a
   // peer's kernel runs. Every rank prepares, all launch, all synchronize, then all clean up.
   std::barrier sync_point(n);
+  cudaStream_t origin = nullptr;  // the capture's stream (rank 0's thread)
+  cudaEvent_t fork = nullptr;
+  std::vector<cudaEvent_t> joins(n, nullptr);
+  cudaGraphExec_t exec = nullptr;
   for (int r = 0; r < n; ++r)
     threads.emplace_back([&, r] {
       try {
@@ -100,32 +107,50 @@ std::string run_case(gpu::world& w, const case_config& c, const Op& op, bool use
           }
         };
         gpu::preload<K, Algo, T, Op>();
+        cudaEventCreateWithFlags(&joins[r], cudaEventDisableTiming);
+        if (r == 0 && use_graph) {
+          cudaStreamCreateWithFlags(&origin, cudaStreamNonBlocking);
+          cudaEventCreateWithFlags(&fork, cudaEventDisableTiming);
+        }
         cudaDeviceSynchronize();
         sync_point.arrive_and_wait();  // every rank's setup is done before anyone captures
         cudaGraph_t graph = nullptr;
-        cudaGraphExec_t exec = nullptr;
         if (use_graph) {
-          cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+          if (r == 0) {
+            cudaStreamBeginCapture(origin, cudaStreamCaptureModeRelaxed);
+            cudaEventRecord(fork, origin);
+          }
+          sync_point.arrive_and_wait();
+          cudaStreamWaitEvent(s, fork, 0);  // this rank's stream joins the capture
           launch();
-          cudaStreamEndCapture(s, &graph);
-          cudaGraphInstantiate(&exec, graph, 0);
+          cudaEventRecord(joins[r], s);
+          sync_point.arrive_and_wait();
+          if (r == 0) {
+            for (int q = 0; q < n; ++q) cudaStreamWaitEvent(origin, joins[q], 0);
+            const cudaError_t ce = cudaStreamEndCapture(origin, &graph);
+            if (ce != cudaSuccess && launch_error.empty()) launch_error = std::string("capture: ") + cudaGetErrorString(ce);
+            if (graph && cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess && launch_error.empty()) launch_error = "cudaGraphInstantiate failed";
+            if (exec) cudaGraphUpload(exec, origin);
+            cudaStreamSynchronize(origin);
+          }
         }
-        // A device-wide synchronize would invalidate a peer's capture still in progress.
+        // A device-wide synchronize would invalidate a capture still in progress.
         sync_point.arrive_and_wait();
         cudaDeviceSynchronize();
         sync_point.arrive_and_wait();
         if (use_graph) {
           // Replays: the inputs are unchanged unless in place, so replay several times out of place.
-          for (int i = 0; i < (c.in_place ? 1 : 3); ++i) cudaGraphLaunch(exec, s);
+          if (r == 0 && exec)
+            for (int i = 0; i < (c.in_place ? 1 : 3); ++i) cudaGraphLaunch(exec, origin);
+          if (r == 0) cudaStreamSynchronize(origin);
         } else {
-          launch();
+          for (int i = 0; i < (c.in_place ? 1 : repeat); ++i) launch();
         }
         const cudaError_t e = cudaStreamSynchronize(s);
         sync_point.arrive_and_wait();
-        if (use_graph) {
-          cudaGraphExecDestroy(exec);
-          cudaGraphDestroy(graph);
-        }
+        if (graph) cudaGraphDestroy(graph);
+        if (r == 0 && exec) cudaGraphExecDestroy(exec);
+        cudaEventDestroy(joins[r]);
         if (!launch_error.empty()) { errors[r] = launch_error; return; }
         if (e != cudaSuccess) { errors[r] = std::string("CUDA: ") + cudaGetErrorString(e); return; }
         gpu::check_stall(w, r);
@@ -151,6 +176,10 @@ std::string run_case(gpu::world& w, const case_config& c, const Op& op, bool use
         if (d_in != d_out && !rs_in_place && ip < 0) cudaFree(d_in);
         cudaFree(d_out);
         cudaStreamDestroy(s);
+        if (r == 0 && origin) {
+          cudaStreamDestroy(origin);
+          cudaEventDestroy(fork);
+        }
       } catch (const std::exception& ex) {
         errors[r] = ex.what();
       }

@@ -12,10 +12,6 @@ int main(int argc, char** argv) {
   // Ranks of one process spin-wait for each other's kernels; lazy kernel loading can wait for
   // running kernels, so load every kernel up front (see gpu::preload).
   setenv("CUDA_MODULE_LOADING", "EAGER", 0);
-  // Ranks that share a GPU queue kernels on their own streams; with fewer hardware queues than
-  // streams, a rank's next kernel can sit in front of a peer's current one in one queue — a false
-  // dependency that deadlocks spinning kernels. 32 is the most CUDA allows.
-  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
     std::printf("SKIPPED: no CUDA device here; GPU tests were built, not run\n");

@@ -5,14 +5,16 @@
 // moves the data, thread 0 publishes. Data moves through the FIFO slots of transport::nvlink
 // (see transport/nvlink_device.hpp) or, for the direct family, straight between ranks' buffers.
 //
-// Memory ordering (the scope is written at each use):
-//   sender:   all threads store the slot; __syncthreads; thread 0: fence.sc.sys, then release store
-//             of tail (system scope: the receiver may be another GPU).
-//   receiver: thread 0 acquire-loads tail until the message is there; __syncthreads; all threads
-//             read the slot; __syncthreads; thread 0 release-stores head, freeing the slot.
+// Memory ordering. The scope is the handle's: `gpu` when every rank of the world sits on one GPU,
+// `system` otherwise (a peer on another GPU reads and writes these words).
+//   sender:   all threads store the slot; __syncthreads; thread 0: fence.acq_rel (cumulative over
+//             the block's stores, which bar.sync ordered before it), then a relaxed store of tail.
+//   receiver: thread 0 spins with relaxed loads of tail, then fence.acq_rel; __syncthreads; all
+//             threads read the slot; __syncthreads; thread 0 fences and stores head, freeing it.
 // A wait that passes the handle's timeout records who waited for whom in the host-mapped stall
-// record and sets `aborted`: every later call of this block returns at once, so the kernel ends
-// and the host reports the stall (communicator::check) instead of hanging.
+// record (first claimant wins) and raises the world's abort word: every wait of every rank polls
+// it and every later kernel reads it at entry, so one missing peer costs one timeout, not one
+// per queued call, and the host reports the stall (communicator::check) instead of hanging.
 #pragma once
 
 #include <collcomm/algo/primitives.hpp>
@@ -28,30 +30,68 @@
 COLLCOMM_NAMESPACE_BEGIN
 namespace kernels {
 
-using sys_atomic = cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system>;
+// Relaxed loads and stores, and fences, at the scope the handle names (see above).
+__device__ inline std::uint64_t load_relaxed(std::uint64_t* p, bool sys) {
+  return sys ? cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system>(*p).load(cuda::std::memory_order_relaxed)
+             : cuda::atomic_ref<std::uint64_t, cuda::thread_scope_device>(*p).load(cuda::std::memory_order_relaxed);
+}
+__device__ inline void store_relaxed(std::uint64_t* p, std::uint64_t v, bool sys) {
+  if (sys) cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system>(*p).store(v, cuda::std::memory_order_relaxed);
+  else cuda::atomic_ref<std::uint64_t, cuda::thread_scope_device>(*p).store(v, cuda::std::memory_order_relaxed);
+}
+__device__ inline std::uint64_t fetch_add_relaxed(std::uint64_t* p, std::uint64_t v, bool sys) {
+  return sys ? cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system>(*p).fetch_add(v, cuda::std::memory_order_relaxed)
+             : cuda::atomic_ref<std::uint64_t, cuda::thread_scope_device>(*p).fetch_add(v, cuda::std::memory_order_relaxed);
+}
+__device__ inline void fence_acq_rel(bool sys) {
+  if (sys) cuda::atomic_thread_fence(cuda::std::memory_order_acq_rel, cuda::thread_scope_system);
+  else cuda::atomic_thread_fence(cuda::std::memory_order_acq_rel, cuda::thread_scope_device);
+}
+// The world's abort word: written once, with system scope (ranks on other GPUs poll it).
+__device__ inline bool world_aborted(std::uint32_t* w) {
+  return cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system>(*w).load(cuda::std::memory_order_relaxed) != 0;
+}
 
-// Thread 0's bounded wait: true once *addr >= target, false after timeout_ns.
-__device__ inline bool wait_at_least(std::uint64_t* addr, std::uint64_t target, std::uint64_t timeout_ns) {
-  sys_atomic a(*addr);  // system scope: written by a peer rank, possibly on another GPU
-  if (a.load(cuda::std::memory_order_acquire) >= target) return true;
-  const std::uint64_t start = cuda::ptx::get_sreg_globaltimer();
-  for (unsigned i = 1;; ++i) {
-    if (a.load(cuda::std::memory_order_acquire) >= target) return true;
-    if ((i & 1023u) == 0 && cuda::ptx::get_sreg_globaltimer() - start > timeout_ns) return false;
+enum class wait_result { ok, timeout, aborted };
+
+// Thread 0's bounded wait until *addr >= target; on success the caller's later reads see what was
+// published before the matching store (relaxed spin, then an acquire fence).
+__device__ inline wait_result wait_at_least(std::uint64_t* addr, std::uint64_t target, const transport::nvlink_device_handle& h) {
+  const bool sys = h.system_scope;
+  if (load_relaxed(addr, sys) < target) {
+    const std::uint64_t start = cuda::ptx::get_sreg_globaltimer();
+    for (unsigned i = 1;; ++i) {
+      if (load_relaxed(addr, sys) >= target) break;
+      if ((i & 255u) == 0) {
+        if (world_aborted(h.abort)) return wait_result::aborted;
+        if (cuda::ptx::get_sreg_globaltimer() - start > h.timeout_ns) return wait_result::timeout;
+      }
+    }
   }
+  fence_acq_rel(sys);
+  return wait_result::ok;
 }
 
 template <class T, class Op>
 class block_primitives {
  public:
   using acc_t = accum_t<T>;
+  static constexpr int vec = sizeof(T) >= 16 ? 1 : 16 / sizeof(T);  // elements per 16-byte vector
+  union pack_t {
+    uint4 u;
+    T t[vec];
+    __device__ pack_t() {}
+  };
 
+  // send_step/recv_step: this block's message counts per peer; peer_ptrs: nranks pointers of
+  // scratch; aborted: the block's abort flag. All in shared memory.
   __device__ block_primitives(const transport::nvlink_device_handle& h, const T* in, T* out, const Op& op, int rank,
-                              int channel, std::uint64_t* send_step, std::uint64_t* recv_step, int* aborted)
+                              int channel, std::uint64_t* send_step, std::uint64_t* recv_step, const void** peer_ptrs,
+                              int* aborted)
       : h_(h), in_(in), out_(out), op_(op), rank_(rank), channel_(channel), send_step_(send_step),
-        recv_step_(recv_step), aborted_(aborted) {}
+        recv_step_(recv_step), peer_ptrs_(peer_ptrs), aborted_(aborted) {}
 
-  COLLCOMM_HD index_t align_elems() const { return sizeof(T) >= 16 ? 1 : 16 / sizeof(T); }
+  COLLCOMM_HD index_t align_elems() const { return vec; }
   COLLCOMM_HD index_t slot_elems() const {
     const index_t e = h_.slot_bytes / sizeof(T);
     return e - e % align_elems();
@@ -72,34 +112,57 @@ class block_primitives {
   }
   __device__ void copy(buf_ref src, buf_ref dst, index_t n, bool fin = false) { step(peers{}, &src, &dst, peers{}, n, fin); }
 
+  // Every rank's block of this channel arrives, then waits for all. The arrival counter only
+  // grows; the value our fetch_add returns says which barrier we joined (no rank can be a whole
+  // barrier ahead of another), so no per-rank generation is kept.
   __device__ void barrier() {
     __syncthreads();
     if (threadIdx.x == 0 && !*aborted_) {
-      // Publish our buffers before arriving: peers read them only after this barrier.
-      std::uint64_t& gen = h_.barrier_gen[rank_ * h_.nchannels + channel_];
-      ++gen;
-      sys_atomic arrivals(h_.barrier[channel_]);  // system scope: every rank of the communicator
-      arrivals.fetch_add(1, cuda::std::memory_order_acq_rel);
-      if (!wait_at_least(&h_.barrier[channel_], gen * static_cast<std::uint64_t>(h_.nranks), h_.timeout_ns))
-        stall(no_peer, gen, transport::stall_barrier);
+      const std::uint64_t n = static_cast<std::uint64_t>(h_.nranks);
+      fence_acq_rel(h_.system_scope);  // publish our buffers and stores before arriving
+      const std::uint64_t old = fetch_add_relaxed(&h_.barrier[channel_ * h_.barrier_stride], 1, h_.system_scope);
+      const std::uint64_t index = old / n + 1;
+      const wait_result r = wait_at_least(&h_.barrier[channel_ * h_.barrier_stride], index * n, h_);
+      if (r != wait_result::ok) stall(no_peer, index, transport::stall_barrier, r);
     }
     __syncthreads();
   }
 
   __device__ void direct_reduce_copy(buf_ref src, buf_ref dst, index_t n, bool fin) {
     if (n == 0) return;
-    __syncthreads();
+    load_peer_ptrs(src);
     if (*aborted_) return;
-    acc_t v{};
+    const int nr = h_.nranks;
+    const T* const* ptrs = reinterpret_cast<const T* const*>(peer_ptrs_);
     T* d = local(dst);
-    for (index_t i = threadIdx.x; i < n; i += blockDim.x) {
-      for (int r = 0; r < h_.nranks; ++r) {
-        const T* s = peer_ptr(r, src);
-        acc_t x = load(s[i], src.which);
+    const bool pre = src.which == buffer::input;
+    std::uintptr_t bits = reinterpret_cast<std::uintptr_t>(d);
+    for (int r = 0; r < nr; ++r) bits |= reinterpret_cast<std::uintptr_t>(ptrs[r]);
+    index_t done = 0;
+    if ((bits & 15u) == 0) {
+      const index_t nvec = n / vec;
+      for (index_t v = threadIdx.x; v < nvec; v += blockDim.x) {
+        pack_t tmp;
+        acc_t acc[vec];
+        for (int r = 0; r < nr; ++r) {
+          tmp.u = reinterpret_cast<const uint4*>(ptrs[r])[v];
+          for (int e = 0; e < vec; ++e) {
+            const acc_t x = load_acc(tmp.t[e], pre);
+            acc[e] = r == 0 ? x : static_cast<acc_t>(op_(acc[e], x));
+          }
+        }
+        for (int e = 0; e < vec; ++e) tmp.t[e] = from_accum<T>(fin ? apply_post(op_, acc[e], nr) : acc[e]);
+        reinterpret_cast<uint4*>(d)[v] = tmp.u;
+      }
+      done = nvec * vec;
+    }
+    for (index_t i = done + threadIdx.x; i < n; i += blockDim.x) {
+      acc_t v{};
+      for (int r = 0; r < nr; ++r) {
+        const acc_t x = load_acc(ptrs[r][i], pre);
         v = r == 0 ? x : static_cast<acc_t>(op_(v, x));
       }
-      if (fin) v = apply_post(op_, v, h_.nranks);
-      d[i] = from_accum<T>(v);
+      d[i] = from_accum<T>(fin ? apply_post(op_, v, nr) : v);
     }
     __syncthreads();
   }
@@ -110,19 +173,34 @@ class block_primitives {
     if (*aborted_) return;
     const T* s = peer_ptr(from, src);
     T* d = local(dst);
-    for (index_t i = threadIdx.x; i < n; i += blockDim.x) d[i] = from_accum<T>(load(s[i], src.which));
+    const bool pre = src.which == buffer::input;
+    index_t done = 0;
+    if (((reinterpret_cast<std::uintptr_t>(s) | reinterpret_cast<std::uintptr_t>(d)) & 15u) == 0) {
+      const index_t nvec = n / vec;
+      for (index_t v = threadIdx.x; v < nvec; v += blockDim.x) {
+        pack_t tmp;
+        tmp.u = reinterpret_cast<const uint4*>(s)[v];
+        if constexpr (op_has_pre<Op>)
+          if (pre)
+            for (int e = 0; e < vec; ++e) tmp.t[e] = from_accum<T>(load_acc(tmp.t[e], true));
+        reinterpret_cast<uint4*>(d)[v] = tmp.u;
+      }
+      done = nvec * vec;
+    }
+    for (index_t i = done + threadIdx.x; i < n; i += blockDim.x) d[i] = from_accum<T>(load_acc(s[i], pre));
     __syncthreads();
   }
 
-  // Called once before the schedule: makes this call's buffers reachable by direct peers.
+  // Called once before the schedule: makes this call's buffers reachable by direct peers. The
+  // schedules' first barrier publishes it; their last barrier keeps it valid while peers read.
   __device__ void publish_buffers() {
     if (threadIdx.x == 0) h_.buffers[channel_ * h_.nranks + rank_] = transport::buffer_pair{in_, out_};
   }
 
  private:
-  __device__ acc_t load(T x, buffer which) const {
+  __device__ acc_t load_acc(T x, bool pre) const {
     acc_t a = to_accum(x);
-    return which == buffer::input ? apply_pre(op_, a) : a;
+    return pre ? apply_pre(op_, a) : a;
   }
   __device__ T* local(buf_ref b) const {
     return (b.which == buffer::input ? const_cast<T*>(in_) : out_) + b.offset;
@@ -131,22 +209,33 @@ class block_primitives {
     const transport::buffer_pair& bp = h_.buffers[channel_ * h_.nranks + r];
     return (b.which == buffer::input ? static_cast<const T*>(bp.in) : static_cast<const T*>(bp.out)) + b.offset;
   }
+  // Every rank's buffer `b` for this channel, into shared memory: read once per call, not per element.
+  __device__ void load_peer_ptrs(buf_ref b) {
+    __syncthreads();
+    for (int r = threadIdx.x; r < h_.nranks; r += blockDim.x) peer_ptrs_[r] = peer_ptr(r, b);
+    __syncthreads();
+  }
   __device__ T* slot(int src, int dst, std::uint64_t msg) const {
-    return reinterpret_cast<T*>(h_.fifo(channel_, src, dst).data + (msg % h_.slots) * h_.slot_bytes);
+    return reinterpret_cast<T*>(h_.fifo(channel_, src, dst).data + (msg & (h_.slots - 1)) * h_.slot_bytes);
   }
 
-  __device__ void stall(int peer, std::uint64_t step, std::uint32_t what) {
+  // A wait that did not succeed: this block stops. A genuine timeout (not a wait cut short by the
+  // world's abort word) raises the abort word and claims the rank's stall record; the first
+  // claimant writes it, so the record is never a mix of two channels' stalls.
+  __device__ void stall(int peer, std::uint64_t step, std::uint32_t what, wait_result why) {
     *aborted_ = 1;
+    if (why == wait_result::aborted) return;
+    cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system>(*h_.abort).store(1, cuda::std::memory_order_relaxed);
     transport::stall_record& s = h_.stall[rank_];
-    if (s.stalled == 0) {
-      s.rank = rank_;
-      s.peer = peer;
-      s.channel = channel_;
-      s.step = step;
-      s.what = what;
-      cuda::atomic_thread_fence(cuda::std::memory_order_seq_cst, cuda::thread_scope_system);
-      s.stalled = 1;
-    }
+    cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system> claim(s.stalled);
+    std::uint32_t expected = 0;
+    if (!claim.compare_exchange_strong(expected, 2, cuda::std::memory_order_relaxed)) return;  // 2: being written
+    s.rank = rank_;
+    s.peer = peer;
+    s.channel = channel_;
+    s.step = step;
+    s.what = what;
+    claim.store(1, cuda::std::memory_order_release);
   }
 
   // The one body behind every FIFO primitive: value = (⊕ received) ⊕ load(src); post if fin;
@@ -156,15 +245,16 @@ class block_primitives {
     if (threadIdx.x == 0 && !*aborted_) {
       for (int f : from) {
         transport::fifo_view& c = h_.fifo(channel_, f, rank_);
-        if (!wait_at_least(c.tail, recv_step_[f] + 1, h_.timeout_ns)) { stall(f, recv_step_[f], transport::stall_recv); break; }
-        if (c.sizes[recv_step_[f] % h_.slots] != n) { stall(f, recv_step_[f], transport::stall_size); break; }
+        const wait_result r = wait_at_least(c.tail, recv_step_[f] + 1, h_);
+        if (r != wait_result::ok) { stall(f, recv_step_[f], transport::stall_recv, r); break; }
+        if (c.sizes[recv_step_[f] & (h_.slots - 1)] != n) { stall(f, recv_step_[f], transport::stall_size, wait_result::timeout); break; }
       }
       if (!*aborted_)
         for (int t : to) {
           const std::uint64_t s = send_step_[t];
-          if (s + 1 > h_.slots && !wait_at_least(h_.fifo(channel_, rank_, t).head, s + 1 - h_.slots, h_.timeout_ns)) {
-            stall(t, s, transport::stall_send_slot);
-            break;
+          if (s + 1 > h_.slots) {
+            const wait_result r = wait_at_least(h_.fifo(channel_, rank_, t).head, s + 1 - h_.slots, h_);
+            if (r != wait_result::ok) { stall(t, s, transport::stall_send_slot, r); break; }
           }
         }
     }
@@ -182,61 +272,80 @@ class block_primitives {
     __syncthreads();
 
     if (threadIdx.x == 0) {
-      // Order the block's data stores (made visible to thread 0 by __syncthreads) before the
-      // counters, for readers anywhere in the system.
-      cuda::atomic_thread_fence(cuda::std::memory_order_seq_cst, cuda::thread_scope_system);
-      for (int f : from) {
-        ++recv_step_[f];
-        sys_atomic(*h_.fifo(channel_, f, rank_).head).store(recv_step_[f], cuda::std::memory_order_release);
-      }
-      for (int t : to) {
-        transport::fifo_view& c = h_.fifo(channel_, rank_, t);
-        c.sizes[send_step_[t] % h_.slots] = n;
-        ++send_step_[t];
-        sys_atomic(*c.tail).store(send_step_[t], cuda::std::memory_order_release);
-      }
+      for (int t : to) h_.fifo(channel_, rank_, t).sizes[send_step_[t] & (h_.slots - 1)] = n;
+      // Orders the block's slot reads and data stores (before it through __syncthreads) and the
+      // sizes before the counters, for readers at the handle's scope.
+      fence_acq_rel(h_.system_scope);
+      for (int f : from) store_relaxed(h_.fifo(channel_, f, rank_).head, ++recv_step_[f], h_.system_scope);
+      for (int t : to) store_relaxed(h_.fifo(channel_, rank_, t).tail, ++send_step_[t], h_.system_scope);
     }
   }
 
-  // Elementwise: 16-byte vectors where every pointer allows, scalars for the rest.
+  // One 16-byte vector: the received values, then the source, reduced in the accumulation type.
+  __device__ void reduce_vec(const pack_t* rv, int nr, const pack_t* sv, bool pre, bool fin, pack_t& outv) const {
+    acc_t acc[vec];
+#pragma unroll
+    for (int k = 0; k < peers::max_peers; ++k)
+      if (k < nr)
+        for (int e = 0; e < vec; ++e) acc[e] = k == 0 ? to_accum(rv[k].t[e]) : static_cast<acc_t>(op_(acc[e], to_accum(rv[k].t[e])));
+    if (sv)
+      for (int e = 0; e < vec; ++e) {
+        const acc_t x = load_acc(sv->t[e], pre);
+        acc[e] = nr == 0 ? x : static_cast<acc_t>(op_(acc[e], x));
+      }
+    for (int e = 0; e < vec; ++e) outv.t[e] = from_accum<T>(fin ? apply_post(op_, acc[e], h_.nranks) : acc[e]);
+  }
+
+  // Elementwise: 16-byte vectors where every pointer allows (each thread keeps `unroll` vectors
+  // in flight, so that a block's loads cover the memory latency), scalars for the rest.
   __device__ void move(const T* const* rsrc, int nr, const T* s, bool pre, T* d, T* const* sdst, int ns, index_t n,
                        bool fin) const {
-    constexpr int vec = sizeof(T) >= 16 ? 1 : 16 / sizeof(T);
+    constexpr int unroll = 4;
     std::uintptr_t bits = reinterpret_cast<std::uintptr_t>(s) | reinterpret_cast<std::uintptr_t>(d);
     for (int k = 0; k < nr; ++k) bits |= reinterpret_cast<std::uintptr_t>(rsrc[k]);
     for (int k = 0; k < ns; ++k) bits |= reinterpret_cast<std::uintptr_t>(sdst[k]);
     index_t done = 0;
-    if constexpr (vec > 1) {
-      if ((bits & 15u) == 0) {
-        const index_t nvec = n / vec;
-        for (index_t v = threadIdx.x; v < nvec; v += blockDim.x) {
-          pack_t tmp;
-          acc_t acc[vec];
-          for (int k = 0; k < nr; ++k) {
-            tmp.u = reinterpret_cast<const uint4*>(rsrc[k])[v];
-            for (int e = 0; e < vec; ++e) acc[e] = k == 0 ? to_accum(tmp.t[e]) : static_cast<acc_t>(op_(acc[e], to_accum(tmp.t[e])));
-          }
-          if (s) {
-            tmp.u = reinterpret_cast<const uint4*>(s)[v];
-            for (int e = 0; e < vec; ++e) {
-              acc_t x = to_accum(tmp.t[e]);
-              if (pre) x = apply_pre(op_, x);
-              acc[e] = nr == 0 ? x : static_cast<acc_t>(op_(acc[e], x));
-            }
-          }
-          for (int e = 0; e < vec; ++e) tmp.t[e] = from_accum<T>(fin ? apply_post(op_, acc[e], h_.nranks) : acc[e]);
-          if (d) reinterpret_cast<uint4*>(d)[v] = tmp.u;
-          for (int k = 0; k < ns; ++k) reinterpret_cast<uint4*>(sdst[k])[v] = tmp.u;
+    if ((bits & 15u) == 0) {
+      const index_t nvec = n / vec;
+      const index_t stride = blockDim.x;
+      index_t v = threadIdx.x;
+      for (; v + (unroll - 1) * stride < nvec; v += unroll * stride) {
+        pack_t rv[unroll][peers::max_peers], sv[unroll], outv[unroll];
+#pragma unroll
+        for (int k = 0; k < peers::max_peers; ++k)
+          if (k < nr)
+#pragma unroll
+            for (int u = 0; u < unroll; ++u) rv[u][k].u = reinterpret_cast<const uint4*>(rsrc[k])[v + u * stride];
+        if (s)
+#pragma unroll
+          for (int u = 0; u < unroll; ++u) sv[u].u = reinterpret_cast<const uint4*>(s)[v + u * stride];
+#pragma unroll
+        for (int u = 0; u < unroll; ++u) reduce_vec(rv[u], nr, s ? &sv[u] : nullptr, pre, fin, outv[u]);
+#pragma unroll
+        for (int u = 0; u < unroll; ++u) {
+          if (d) reinterpret_cast<uint4*>(d)[v + u * stride] = outv[u].u;
+#pragma unroll
+          for (int k = 0; k < peers::max_peers; ++k)
+            if (k < ns) reinterpret_cast<uint4*>(sdst[k])[v + u * stride] = outv[u].u;
         }
-        done = nvec * vec;
       }
+      for (; v < nvec; v += stride) {
+        pack_t rv[peers::max_peers], sv, outv;
+#pragma unroll
+        for (int k = 0; k < peers::max_peers; ++k)
+          if (k < nr) rv[k].u = reinterpret_cast<const uint4*>(rsrc[k])[v];
+        if (s) sv.u = reinterpret_cast<const uint4*>(s)[v];
+        reduce_vec(rv, nr, s ? &sv : nullptr, pre, fin, outv);
+        if (d) reinterpret_cast<uint4*>(d)[v] = outv.u;
+        for (int k = 0; k < ns; ++k) reinterpret_cast<uint4*>(sdst[k])[v] = outv.u;
+      }
+      done = nvec * vec;
     }
     for (index_t i = done + threadIdx.x; i < n; i += blockDim.x) {
       acc_t acc{};
       for (int k = 0; k < nr; ++k) acc = k == 0 ? to_accum(rsrc[k][i]) : static_cast<acc_t>(op_(acc, to_accum(rsrc[k][i])));
       if (s) {
-        acc_t x = to_accum(s[i]);
-        if (pre) x = apply_pre(op_, x);
+        const acc_t x = load_acc(s[i], pre);
         acc = nr == 0 ? x : static_cast<acc_t>(op_(acc, x));
       }
       const T y = from_accum<T>(fin ? apply_post(op_, acc, h_.nranks) : acc);
@@ -244,12 +353,6 @@ class block_primitives {
       for (int k = 0; k < ns; ++k) sdst[k][i] = y;
     }
   }
-
-  union pack_t {
-    uint4 u;
-    T t[sizeof(T) >= 16 ? 1 : 16 / sizeof(T)];
-    __device__ pack_t() {}
-  };
 
   const transport::nvlink_device_handle& h_;
   const T* in_;
@@ -259,6 +362,7 @@ class block_primitives {
   int channel_;
   std::uint64_t* send_step_;  // shared memory, (peer)
   std::uint64_t* recv_step_;  // shared memory, (peer)
+  const void** peer_ptrs_;    // shared memory, (rank)
   int* aborted_;              // shared memory
 };
 

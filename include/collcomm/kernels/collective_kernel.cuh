@@ -1,8 +1,10 @@
 // collcomm/kernels/collective_kernel.cuh — the one __global__ entry of the GPU executor.
 //
-// collective_kernel<K, Algo, T, Op, Tuning> runs schedule Algo::run(K{}, ...) for one rank: block
-// b is channel b. Launch bounds come from the tuning value, so equal tunings share one kernel.
-// Kernels have hidden visibility and live in collcomm's versioned inline namespace.
+// collective_kernel<K, Algo, T, Op, Tuning> runs schedule Algo::run(K{}, ...) for every rank of
+// one GPU that takes part in the call: block (x, y) is channel x of the launch's y-th rank. One
+// launch per GPU per call (transport/nvlink.hpp says why). Launch bounds come from the tuning
+// type, so equal tunings share one kernel. Kernels have hidden visibility and live in collcomm's
+// versioned inline namespace.
 #pragma once
 
 #include <collcomm/kernels/block_primitives.cuh>
@@ -19,36 +21,52 @@ struct tuning {
   static constexpr int threads = Threads;
 };
 
+// Most ranks one launch carries (ranks of a world that share one GPU).
+inline constexpr int max_launch_ranks = 32;
+
+// One rank's part of a call.
 template <class T, class Op>
-struct kernel_params {
-  transport::nvlink_device_handle h;
+struct rank_params {
   coll_args args;  // channel and nchannels are filled in from the grid
   const T* in;
   T* out;
   Op op;
 };
 
-// Dynamic shared memory a launch needs: the send and receive counts of each peer.
-constexpr std::size_t kernel_smem_bytes(int nranks) { return 2 * sizeof(std::uint64_t) * static_cast<std::size_t>(nranks); }
+template <class T, class Op>
+struct kernel_params {
+  transport::nvlink_device_handle h;
+  int nlocal;  // ranks in this launch (gridDim.y)
+  rank_params<T, Op> rank[max_launch_ranks];
+};
+
+// Dynamic shared memory a launch needs: the send and receive counts of each peer, and each
+// rank's buffer pointer for the direct primitives.
+constexpr std::size_t kernel_smem_bytes(int nranks) {
+  return (2 * sizeof(std::uint64_t) + sizeof(void*)) * static_cast<std::size_t>(nranks);
+}
 
 template <class K, class Algo, class T, class Op, class Tuning>
-COLLCOMM_KERNEL void __launch_bounds__(Tuning::threads) collective_kernel(const kernel_params<T, Op> p) {
-  extern __shared__ std::uint64_t smem_steps[];  // (send | recv, peer)
+COLLCOMM_KERNEL void __launch_bounds__(Tuning::threads) collective_kernel(const __grid_constant__ kernel_params<T, Op> p) {
+  extern __shared__ std::uint64_t smem_steps[];  // (send | recv, peer), then (rank) pointers
   __shared__ int aborted;
+  const rank_params<T, Op>& mine = p.rank[blockIdx.y];
   const int channel = static_cast<int>(blockIdx.x);
   const int n = p.h.nranks;
-  std::uint64_t* global_steps = p.h.rank_steps(p.args.rank, channel);  // (peer, {send, recv})
+  std::uint64_t* global_steps = p.h.rank_steps(mine.args.rank, channel);  // (peer, {send, recv})
   for (int i = threadIdx.x; i < n; i += blockDim.x) {
     smem_steps[i] = global_steps[2 * i];
     smem_steps[n + i] = global_steps[2 * i + 1];
   }
-  if (threadIdx.x == 0) aborted = 0;
+  // A world that failed stays failed: later kernels return at once.
+  if (threadIdx.x == 0) aborted = world_aborted(p.h.abort);
 
-  block_primitives<T, Op> prims(p.h, p.in, p.out, p.op, p.args.rank, channel, smem_steps, smem_steps + n, &aborted);
+  block_primitives<T, Op> prims(p.h, mine.in, mine.out, mine.op, mine.args.rank, channel, smem_steps, smem_steps + n,
+                                reinterpret_cast<const void**>(smem_steps + 2 * n), &aborted);
   prims.publish_buffers();
   __syncthreads();
 
-  coll_args a = p.args;
+  coll_args a = mine.args;
   a.channel = channel;
   a.nchannels = static_cast<int>(gridDim.x);
   Algo::run(K{}, prims, a);

@@ -4,14 +4,24 @@
 // gpu::world owns, for nranks ranks placed on any visible GPUs (several ranks may share one):
 //   - per channel and ordered pair (src, dst) a FIFO of `slots` slots in dst's device memory,
 //   - per rank its message counts, per channel a barrier counter and a table of buffers,
-//   - a host-mapped stall record per rank, where a timed-out wait says who waited for whom.
+//   - one abort word, and a host-mapped stall record per rank, where a timed-out wait says who
+//     waited for whom.
 // Counters only grow and persist across calls, so no reset is ever needed between collectives.
 // Peer access is enabled between every pair of GPUs in use; a pair without it is an error (use
 // transport::pcie there).
 //
-// Ranks that share a GPU spin-wait for each other inside their kernels, so every block of every
-// rank on that GPU must be resident at once: launch() checks this with the occupancy API and
-// refuses, with an error, what cannot co-reside (fewer channels make it fit).
+// Ranks that share a GPU spin-wait for each other inside their kernels, so all of them must run
+// at once. CUDA does not promise that for kernels launched separately on several streams (a
+// rank's queued next kernel can hold a hardware queue or a driver lock that its peer's current
+// kernel needs: seen as stalls with calls queued back to back). So, by default, the ranks of one
+// GPU make ONE launch per call (launch_mode::grouped): each rank's launch() records an event on
+// its stream and leaves its arguments; the last of them to arrive makes its stream wait for the
+// others' events, launches one cooperative grid of (channels x local ranks) blocks — all resident
+// at once or an error — and records an event that the others' streams wait for. The ranks of a GPU
+// therefore meet on the host once per call (bounded by the timeout, naming who did not come).
+// To capture such calls into a CUDA graph, put every rank's stream of a GPU into one capture (fork
+// them from one capturing stream); tests/gpu/gpu_harness.cuh shows how. launch_mode::per_rank
+// launches each rank alone, for a world with one rank per GPU.
 #pragma once
 
 #include <collcomm/communicator.hpp>
@@ -21,12 +31,18 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <memory>
 #include <mutex>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -59,11 +75,18 @@ class device_guard {
 
 namespace gpu {
 
+enum class launch_mode {
+  grouped,   // one launch per GPU per call for all of its ranks (the default; see the top)
+  per_rank,  // every rank launches alone: only for one rank per GPU
+};
+
 struct options {
-  int channels = 2;                                // thread blocks per rank and call
+  int channels = 0;                                // thread blocks per rank and call; 0: SMs / ranks per GPU, at most 16
   std::size_t slot_bytes = std::size_t{64} << 10;  // bytes per FIFO slot (a message's maximum)
-  int slots = 8;                                   // slots per connection
-  std::chrono::milliseconds timeout{10000};        // bound of every device wait
+  int slots = 8;                                   // slots per connection, a power of two
+  std::chrono::milliseconds timeout{10000};        // bound of every device wait and of the launch rendezvous
+  launch_mode launch = launch_mode::grouped;
+  bool cooperative = true;  // grouped launches are cooperative (all blocks resident, or an error); env COLLCOMM_GPU_COOPERATIVE=0 turns it off
 };
 
 class world {
@@ -71,9 +94,11 @@ class world {
   // devices[r] is rank r's GPU; empty: every rank on the current device.
   world(int nranks, std::vector<int> devices = {}, options opts = {}) : nranks_(nranks), opts_(opts) {
     if (nranks < 1) detail::fail(errc::invalid_argument, "gpu::world", no_rank, "argument 'nranks' is " + std::to_string(nranks) + "; it must be at least 1");
-    if (opts.channels < 1) detail::fail(errc::invalid_argument, "gpu::world", no_rank, "option 'channels' must be at least 1");
+    if (opts.channels < 0) detail::fail(errc::invalid_argument, "gpu::world", no_rank, "option 'channels' must be at least 1 (or 0: automatic)");
     // A block waits for its message and its free send slot together: 2 slots keep a ring moving.
-    if (opts.slots < 2) detail::fail(errc::invalid_argument, "gpu::world", no_rank, "option 'slots' must be at least 2");
+    if (opts.slots < 2 || (opts.slots & (opts.slots - 1)) != 0)
+      detail::fail(errc::invalid_argument, "gpu::world", no_rank, "option 'slots' = " + std::to_string(opts.slots) + " must be a power of two, at least 2");
+    if (const char* coop = std::getenv("COLLCOMM_GPU_COOPERATIVE")) opts_.cooperative = std::atoi(coop) != 0;
     if (opts.slot_bytes < 16 || opts.slot_bytes % 16 != 0)
       detail::fail(errc::invalid_argument, "gpu::world", no_rank, "option 'slot_bytes' must be a positive multiple of 16");
     if (devices.empty()) {
@@ -89,17 +114,24 @@ class world {
       if (devices[r] < 0 || devices[r] >= ndev)
         detail::fail(errc::invalid_argument, "gpu::world", r, "device " + std::to_string(devices[r]) + " does not exist (" + std::to_string(ndev) + " visible)");
     devices_ = std::move(devices);
-    // Each rank queues its kernels on its own stream, and CUDA multiplexes streams onto
-    // CUDA_DEVICE_MAX_CONNECTIONS hardware queues (8 unless set before CUDA starts, 32 at most).
-    // Two ranks of one GPU in one queue can deadlock: a rank's next kernel waits in front of a
-    // peer's current one. So a GPU takes at most that many ranks.
-    const char* conn = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
-    const int queues = conn ? std::atoi(conn) : 8;
-    for (int d : devices_)
-      if (ranks_on_device(d) > queues)
+    for (int d : devices_) {
+      if (ranks_on_device(d) > kernels::max_launch_ranks)
         detail::fail(errc::invalid_argument, "gpu::world", no_rank,
-                     std::to_string(ranks_on_device(d)) + " ranks on GPU " + std::to_string(d) + " exceed CUDA_DEVICE_MAX_CONNECTIONS = " +
-                         std::to_string(queues) + " hardware queues; set CUDA_DEVICE_MAX_CONNECTIONS=32 before the first CUDA call, or put fewer ranks on one GPU");
+                     std::to_string(ranks_on_device(d)) + " ranks on GPU " + std::to_string(d) + "; one GPU takes at most " + std::to_string(kernels::max_launch_ranks));
+      if (opts_.launch == launch_mode::per_rank && ranks_on_device(d) > 1)
+        detail::fail(errc::invalid_argument, "gpu::world", no_rank,
+                     "option 'launch' = per_rank with " + std::to_string(ranks_on_device(d)) + " ranks on GPU " + std::to_string(d) +
+                         ": ranks sharing a GPU must launch grouped (separate kernels of several streams need not run at once)");
+    }
+    if (opts_.channels == 0) {
+      int most = 16;
+      for (int d : devices_) {
+        int sms = 0;
+        detail::cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d), "gpu::world: cudaDeviceGetAttribute");
+        most = std::min(most, std::max(1, sms / ranks_on_device(d)));
+      }
+      opts_.channels = most;
+    }
     try {
       setup();
     } catch (...) {
@@ -141,11 +173,41 @@ class world {
     detail::fail(errc::aborted, what, rank, "the GPU world failed earlier and cannot be used: " + failed_why_);
   }
 
-  // The stall a rank's kernel recorded (stalled == 0: none). Call after the stream synchronized.
+  // The stall a rank's kernel recorded (stalled == 0: none; 2: being written). Call after the
+  // stream synchronized.
   transport::stall_record stall_of(int rank) const {
+    const auto* rec = static_cast<const transport::stall_record*>(host_stall_) + rank;
+    std::atomic_thread_fence(std::memory_order_acquire);
     transport::stall_record s;
-    std::memcpy(&s, static_cast<const transport::stall_record*>(host_stall_) + rank, sizeof s);
+    std::memcpy(&s, rec, sizeof s);
     return s;
+  }
+
+  // The ranks of one GPU, meeting once per call to make one launch (launch_mode::grouped).
+  struct launch_group {
+    int device = 0;
+    std::vector<int> ranks;  // world ranks on this GPU, ascending
+    std::mutex m;
+    std::condition_variable cv;
+    std::uint64_t generation = 0;  // calls launched so far
+    int arrived = 0;               // ranks arrived for the next call
+    std::vector<char> present;     // (local rank): arrived for the next call
+    const void* kernel = nullptr;  // the composition the first arrival asked for
+    std::string mismatch;          // ranks asked for different compositions
+    std::vector<unsigned char> params;  // the next launch's kernel_params, filled by each arrival
+    std::vector<cudaEvent_t> ready;     // (local rank): recorded on its stream when it arrived
+    cudaEvent_t done = nullptr;         // recorded after the kernel, on the launching stream
+    std::string result;                 // the last launch's error ("" if it was enqueued)
+    int local_index(int rank) const {
+      for (std::size_t i = 0; i < ranks.size(); ++i)
+        if (ranks[i] == rank) return static_cast<int>(i);
+      return -1;
+    }
+  };
+  launch_group& group_of(int device) {
+    for (auto& g : groups_)
+      if (g->device == device) return *g;
+    detail::fail(errc::internal, "gpu::world", no_rank, "no launch group for GPU " + std::to_string(device));
   }
 
  private:
@@ -201,10 +263,14 @@ class world {
     base_.slot_bytes = static_cast<std::uint32_t>(opts_.slot_bytes);
     base_.timeout_ns = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(opts_.timeout).count());
     const int d0 = devices_[0];
+    base_.system_scope = false;
+    for (int d : devices_) base_.system_scope |= d != d0;
     base_.steps = static_cast<std::uint64_t*>(alloc(d0, sizeof(std::uint64_t) * n * nc * n * 2));
     base_.buffers = static_cast<transport::buffer_pair*>(alloc(d0, sizeof(transport::buffer_pair) * nc * n));
-    base_.barrier = static_cast<std::uint64_t*>(alloc(d0, sizeof(std::uint64_t) * nc));
-    base_.barrier_gen = static_cast<std::uint64_t*>(alloc(d0, sizeof(std::uint64_t) * nc * n));
+    // One 128-byte line per channel's barrier counter: ranks hammer them concurrently.
+    base_.barrier = static_cast<std::uint64_t*>(alloc(d0, 128 * static_cast<std::size_t>(nc)));
+    base_.barrier_stride = 128 / sizeof(std::uint64_t);
+    base_.abort = static_cast<std::uint32_t*>(alloc(d0, sizeof(std::uint32_t)));
     void* stall = nullptr;
     detail::cuda_check(cudaHostAlloc(&stall, sizeof(transport::stall_record) * n, cudaHostAllocMapped | cudaHostAllocPortable), "gpu::world: cudaHostAlloc");
     std::memset(stall, 0, sizeof(transport::stall_record) * n);
@@ -212,9 +278,32 @@ class world {
     void* dstall = nullptr;
     detail::cuda_check(cudaHostGetDevicePointer(&dstall, stall, 0), "cudaHostGetDevicePointer");
     base_.stall = static_cast<transport::stall_record*>(dstall);
+
+    for (int d : devices_) {
+      bool have = false;
+      for (auto& g : groups_) have |= g->device == d;
+      if (have) continue;
+      auto g = std::make_unique<launch_group>();
+      g->device = d;
+      for (int r = 0; r < n; ++r)
+        if (device_of(r) == d) g->ranks.push_back(r);
+      g->present.assign(g->ranks.size(), 0);
+      detail::device_guard guard(d);
+      g->ready.resize(g->ranks.size(), nullptr);
+      for (auto& e : g->ready) detail::cuda_check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "gpu::world: cudaEventCreate");
+      detail::cuda_check(cudaEventCreateWithFlags(&g->done, cudaEventDisableTiming), "gpu::world: cudaEventCreate");
+      groups_.push_back(std::move(g));
+    }
   }
 
   void release() noexcept {
+    for (auto& g : groups_) {
+      cudaSetDevice(g->device);
+      for (cudaEvent_t e : g->ready)
+        if (e) cudaEventDestroy(e);
+      if (g->done) cudaEventDestroy(g->done);
+    }
+    groups_.clear();
     for (auto& [dev, p] : allocations_) {
       cudaSetDevice(dev);
       cudaFree(p);
@@ -230,6 +319,7 @@ class world {
   transport::nvlink_device_handle base_{};
   std::vector<std::pair<int, transport::fifo_view*>> fifo_tables_;  // (device, table on it)
   std::vector<std::pair<int, void*>> allocations_;
+  std::vector<std::unique_ptr<launch_group>> groups_;  // one per GPU in use
   void* host_stall_ = nullptr;
   std::atomic<bool> failed_{false};
   mutable std::mutex failed_mutex_;
@@ -246,51 +336,164 @@ void preload() {
   detail::cuda_check(cudaFuncGetAttributes(&attr, &kernels::collective_kernel<K, Algo, T, Op, Tuning>), "gpu::preload");
 }
 
+namespace launch_detail {
+// Enqueues one grid of (channels x p.nlocal) blocks of the composition's kernel on `stream`.
+template <class K, class Algo, class Tuning, class T, class Op>
+cudaError_t enqueue_kernel(const world& w, const kernels::kernel_params<T, Op>& p, bool cooperative, cudaStream_t stream) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(static_cast<unsigned>(w.opts().channels), static_cast<unsigned>(p.nlocal), 1);
+  cfg.blockDim = dim3(Tuning::threads, 1, 1);
+  cfg.dynamicSmemBytes = kernels::kernel_smem_bytes(w.nranks());
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeCooperative;
+  attr[0].val.cooperative = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = cooperative ? 1 : 0;
+  return cudaLaunchKernelEx(&cfg, &kernels::collective_kernel<K, Algo, T, Op, Tuning>, p);
+}
+
+inline std::string rank_list(const std::vector<int>& ranks) {
+  std::string s;
+  for (int r : ranks) s += (s.empty() ? "" : ", ") + std::to_string(r);
+  return s;
+}
+}  // namespace launch_detail
+
 // Enqueues rank `rank`'s part of collective K on `stream`. Asynchronous; capturable into a CUDA
-// graph (nothing here allocates, maps or synchronizes).
+// graph (nothing here allocates, maps or synchronizes). With ranks sharing the GPU (grouped
+// launch), it returns once every one of them has called it for this call, or throws
+// errc::timeout naming those that did not within the world's timeout.
 template <class K, class Algo, class Tuning = kernels::tuning<>, class T, class Op>
 void launch(world& w, int rank, coll_args a, const T* in, T* out, Op op, cudaStream_t stream) {
+  using params_t = kernels::kernel_params<T, Op>;
+  static_assert(std::is_trivially_copyable_v<params_t>);
   w.check_usable(K::name, rank);
   const int device = w.device_of(rank);
   detail::device_guard guard(device);
   auto* kernel = &kernels::collective_kernel<K, Algo, T, Op, Tuning>;
   const std::size_t smem = kernels::kernel_smem_bytes(w.nranks());
   const int channels = w.opts().channels;
+  world::launch_group& g = w.group_of(device);
+  const int nlocal = static_cast<int>(g.ranks.size());
+  const bool grouped = w.opts().launch == launch_mode::grouped && nlocal > 1;
 
   // Co-residency: every channel of every rank on this GPU must be resident at once.
   static thread_local int checked_device = -1, blocks_per_sm = 0, sms = 0;
-  if (checked_device != device) {
+  static thread_local const void* checked_kernel = nullptr;
+  if (checked_device != device || checked_kernel != reinterpret_cast<const void*>(kernel)) {
+    detail::cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)), "cudaFuncSetAttribute", rank);
     detail::cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, Tuning::threads, smem), "cudaOccupancyMaxActiveBlocksPerMultiprocessor", rank);
     detail::cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute", rank);
     checked_device = device;
+    checked_kernel = reinterpret_cast<const void*>(kernel);
   }
-  const long need = static_cast<long>(w.ranks_on_device(device)) * channels;
+  const long need = static_cast<long>(nlocal) * channels;
   if (need > static_cast<long>(blocks_per_sm) * sms)
     detail::fail(errc::invalid_usage, K::name, rank,
-                 std::to_string(w.ranks_on_device(device)) + " ranks x " + std::to_string(channels) + " channels need " + std::to_string(need) +
+                 std::to_string(nlocal) + " ranks x " + std::to_string(channels) + " channels need " + std::to_string(need) +
                      " co-resident blocks on GPU " + std::to_string(device) + ", which holds " + std::to_string(blocks_per_sm * sms) +
                      " of this kernel; use fewer channels (gpu::options::channels) or fewer ranks per GPU");
 
   a.nchannels = channels;
-  const kernels::kernel_params<T, Op> p{w.handle(rank), a, in, out, op};
-  kernel<<<channels, Tuning::threads, smem, stream>>>(p);
-  detail::cuda_check(cudaGetLastError(), K::name, rank);
+  const kernels::rank_params<T, Op> mine{a, in, out, op};
+  if (!grouped) {
+    params_t p{};
+    p.h = w.handle(rank);
+    p.nlocal = 1;
+    p.rank[0] = mine;
+    detail::cuda_check(launch_detail::enqueue_kernel<K, Algo, Tuning>(w, p, false, stream), K::name, rank);
+    return;
+  }
+
+  // Grouped: arrive, and either wait for the last arrival's launch or be it.
+  const int li = g.local_index(rank);
+  detail::cuda_check(cudaEventRecord(g.ready[static_cast<std::size_t>(li)], stream), "cudaEventRecord", rank);
+  std::unique_lock<std::mutex> lock(g.m);
+  if (g.arrived == 0) {
+    g.kernel = reinterpret_cast<const void*>(kernel);
+    g.mismatch.clear();
+    g.params.assign(sizeof(params_t), 0);
+    std::fill(g.present.begin(), g.present.end(), 0);
+  } else if (g.kernel != reinterpret_cast<const void*>(kernel) || g.params.size() != sizeof(params_t)) {
+    if (g.mismatch.empty())
+      g.mismatch = "rank " + std::to_string(rank) + " calls " + K::name + " (" + Algo::name + ", " + element_name<T> +
+                   ") while rank(s) that arrived before it on GPU " + std::to_string(device) + " called another collective, algorithm or type";
+  }
+  if (g.mismatch.empty())
+    std::memcpy(g.params.data() + offsetof(params_t, rank) + sizeof(kernels::rank_params<T, Op>) * static_cast<std::size_t>(li), &mine, sizeof mine);
+  g.present[static_cast<std::size_t>(li)] = 1;
+  const std::uint64_t gen = g.generation;
+  if (++g.arrived < nlocal) {
+    if (!g.cv.wait_for(lock, w.opts().timeout, [&] { return g.generation != gen; })) {
+      std::vector<int> missing;
+      for (int j = 0; j < nlocal; ++j)
+        if (!g.present[static_cast<std::size_t>(j)]) missing.push_back(g.ranks[static_cast<std::size_t>(j)]);
+      const std::string msg = "timed out after " + std::to_string(w.opts().timeout.count()) + " ms waiting for rank(s) " + launch_detail::rank_list(missing) +
+                              " to make the same call (the ranks of GPU " + std::to_string(device) + " launch each call together)";
+      lock.unlock();
+      w.mark_failed("rank " + std::to_string(rank) + " " + msg);
+      detail::fail(errc::timeout, K::name, rank, msg);
+    }
+    const std::string result = g.result;
+    lock.unlock();
+    if (!result.empty()) detail::fail(errc::invalid_usage, K::name, rank, result);
+    detail::cuda_check(cudaStreamWaitEvent(stream, g.done, 0), "cudaStreamWaitEvent", rank);
+    return;
+  }
+
+  // The last arrival launches for everyone, on its own stream.
+  std::string result = g.mismatch;
+  if (result.empty()) {
+    cudaError_t e = cudaSuccess;
+    for (int j = 0; j < nlocal && e == cudaSuccess; ++j)
+      if (j != li) e = cudaStreamWaitEvent(stream, g.ready[static_cast<std::size_t>(j)], 0);
+    if (e == cudaSuccess) {
+      params_t p;
+      std::memcpy(static_cast<void*>(&p), g.params.data(), sizeof p);
+      p.h = w.handle(rank);
+      p.nlocal = nlocal;
+      e = launch_detail::enqueue_kernel<K, Algo, Tuning>(w, p, w.opts().cooperative, stream);
+    }
+    if (e == cudaSuccess) e = cudaEventRecord(g.done, stream);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      result = std::string("the launch for the ranks of GPU ") + std::to_string(device) + " failed: " + cudaGetErrorString(e);
+      if (e == cudaErrorStreamCaptureIsolation || e == cudaErrorStreamCaptureUnjoined || e == cudaErrorStreamCaptureInvalidated || e == cudaErrorStreamCaptureUnmatched)
+        result += " (ranks that share a GPU must be captured into one graph: fork every rank's stream from one capturing stream)";
+    }
+  }
+  g.result = result;
+  g.arrived = 0;
+  ++g.generation;
+  lock.unlock();
+  g.cv.notify_all();
+  if (!result.empty()) detail::fail(errc::invalid_usage, K::name, rank, result);
 }
 
-// Throws the stall rank `rank` recorded, if any: who waited, for which peer, on which channel and
-// message. Call after the rank's stream synchronized.
+// Throws the stall that any rank of the world recorded, if one did: a timed-out wait ends every
+// rank's call (the world's abort word), so every rank reports the first stall — who waited, for
+// which peer, on which channel and message. Call after the rank's stream synchronized.
 inline void check_stall(world& w, int rank) {
-  const transport::stall_record s = w.stall_of(rank);
+  transport::stall_record s{};
+  for (int r = 0; r < w.nranks() && !s.stalled; ++r) {
+    s = w.stall_of((rank + r) % w.nranks());  // this rank's own record first
+    if (s.stalled == 2) {                      // being written: it is a few stores from done
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      s = w.stall_of((rank + r) % w.nranks());
+    }
+  }
   if (!s.stalled) return;
   const char* what = s.what == transport::stall_recv ? "a message from"
                      : s.what == transport::stall_send_slot ? "a free slot towards"
                      : s.what == transport::stall_size ? "a message of the expected size (counts differ across ranks) from"
                      : "the barrier";
-  std::string msg = std::string("timed out waiting for ") + what;
+  std::string msg = std::string("rank ") + std::to_string(s.rank) + " timed out waiting for " + what;
   if (s.peer != no_peer) msg += " rank " + std::to_string(s.peer);
   msg += " (channel " + std::to_string(s.channel) + ", step " + std::to_string(s.step) + ")";
-  w.mark_failed("rank " + std::to_string(s.rank) + " " + msg);
-  detail::fail(s.what == transport::stall_size ? errc::invalid_argument : errc::timeout, "gpu collective", s.rank, msg);
+  if (s.rank != rank) msg += "; this rank's call was abandoned with it";
+  w.mark_failed(msg);
+  detail::fail(s.what == transport::stall_size ? errc::invalid_argument : errc::timeout, "gpu collective", rank, msg);
 }
 
 }  // namespace gpu

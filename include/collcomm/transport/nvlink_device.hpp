@@ -32,7 +32,7 @@ struct buffer_pair {
 
 // Written by the first wait of a rank that runs out of time; read by communicator::check().
 struct stall_record {
-  std::uint32_t stalled;   // 0: none
+  std::uint32_t stalled;   // 0: none, 2: being written, 1: written
   std::int32_t rank;       // who waited
   std::int32_t peer;       // for whom (no_peer: a barrier)
   std::int32_t channel;
@@ -45,13 +45,15 @@ struct nvlink_device_handle {
   fifo_view* fifos;           // (channel, src, dst)
   std::uint64_t* steps;       // (rank, channel, peer, {send, recv}): messages moved so far
   buffer_pair* buffers;       // (channel, rank)
-  std::uint64_t* barrier;     // (channel): arrivals, only grows
-  std::uint64_t* barrier_gen; // (rank, channel): barriers this rank passed
+  std::uint64_t* barrier;     // (channel * barrier_stride): arrivals, only grows
+  std::uint32_t barrier_stride;
+  std::uint32_t* abort;       // one word: set by the first wait that times out; every wait polls it
   stall_record* stall;        // (rank), host-mapped
   int nranks;
   int nchannels;
-  std::uint32_t slots;
+  std::uint32_t slots;        // a power of two
   std::uint32_t slot_bytes;
+  bool system_scope;          // false: every rank on one GPU, so counters need only gpu scope
   std::uint64_t timeout_ns;
 
   COLLCOMM_HD fifo_view& fifo(int channel, int src, int dst) const {

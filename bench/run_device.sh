@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# One device session's run: GPU tests, the GPU demo, then a bench set, logs under OUT.
+# The binaries are built beforehand on a machine without a GPU (scripts/build_gpu_here.sh) and
+# carried in .deps/bin.   Usage: bench/run_device.sh OUT [tests|bench|all]
+set -u
+out=$1
+what=${2:-all}
+bin=.deps/bin
+mkdir -p "$out"
+export CUDA_MODULE_LOADING=EAGER
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv > "$out/env.txt" 2>&1
+git log -1 --format='commit %H %s' >> "$out/env.txt" 2>/dev/null
+git status --short | head -20 >> "$out/env.txt" 2>/dev/null
+b() { echo "\$ collcomm_bench $*"; local t0=$SECONDS; timeout "${T:-60}" $bin/collcomm_bench "$@"; echo "# exit $? ($((SECONDS - t0)) s)"; }
+if [[ $what == tests || $what == all ]]; then
+  for t in test_gpu_collectives test_gpu_api; do
+    [[ -x $bin/$t ]] || continue
+    t0=$SECONDS
+    timeout 300 $bin/$t -d 2>&1 | tail -60
+    echo "# $t exit ${PIPESTATUS[0]} ($((SECONDS - t0)) s)"
+  done > "$out/tests.txt" 2>&1
+  [[ -x $bin/example_02 ]] && { timeout 60 $bin/example_02 --ranks 8; echo "# exit $?"; } > "$out/demo.txt" 2>&1
+fi
+if [[ $what == bench || $what == all ]]; then
+  {
+    for a in one_shot two_shot; do
+      b -k all_reduce -a $a -r 8 -b 8 -e 64K -f 4 -n 50 -w 10 -R 7 -c 1 -G
+      b -k all_reduce -a $a -r 8 -b 8 -e 64K -f 4 -n 50 -w 10 -R 7 -c 1
+    done
+    b -k all_reduce -a ring -r 8 -b 8 -e 64K -f 8 -n 50 -w 10 -R 7 -c 1 -G
+  } > "$out/bench_small.txt" 2>&1
+  {
+    for C in 8 16; do for s in 64K 256K 1M; do
+      b -k all_reduce -a ring -r 8 -b 256M -e 256M -n 5 -w 2 -R 3 -c 0 -C $C -s $s
+    done; done
+    b -k reduce_scatter -a ring -r 8 -b 4M -e 64M -f 4 -n 10 -w 3 -R 3 -c 1
+  } > "$out/bench_sweep.txt" 2>&1
+fi

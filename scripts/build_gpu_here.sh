@@ -1,0 +1,20 @@
+#!/bin/bash
+# Builds the GPU tests, the bench and the GPU demo with nvcc on a machine WITHOUT a GPU, into
+# .deps/bin, so that a device session spends its time running, not compiling: pass
+# `carry: [".deps/bin"]` to the device tool and run bench/run_device.sh there.
+# doctest is taken from .deps/doctest (copy /usr/include/doctest there: the device has none).
+#   scripts/build_gpu_here.sh test_gpu_collectives test_gpu_api bench example
+set -e
+cd "$(dirname "$0")/.."
+[ -d .deps/doctest ] || { mkdir -p .deps && cp -r /usr/include/doctest .deps/; }
+F="-std=c++20 -O3 -arch=sm_90 --expt-relaxed-constexpr -Iinclude -Itests -I/usr/local/cuda/include/cccl -I.deps"
+mkdir -p .deps/bin .deps/obj
+[ -f .deps/obj/gpu_main.o -a .deps/obj/gpu_main.o -nt tests/gpu/gpu_main.cpp ] || g++ -std=c++20 -O2 -I/usr/local/cuda/include -I.deps -c tests/gpu/gpu_main.cpp -o .deps/obj/gpu_main.o
+for t in "$@"; do
+  case $t in
+    bench) nvcc $F -Ibench bench/collcomm_bench.cu -o .deps/bin/collcomm_bench ;;
+    example) nvcc $F examples/02_all_reduce_gpu.cu -o .deps/bin/example_02 ;;
+    *) nvcc $F -c tests/gpu/$t.cu -o .deps/obj/$t.o && nvcc -arch=sm_90 .deps/obj/$t.o .deps/obj/gpu_main.o -o .deps/bin/$t ;;
+  esac
+  echo "built $t"
+done

@@ -137,3 +137,84 @@ TEST_CASE("fault: a rank killed with SIGKILL mid-collective is named by every su
   SUBCASE("one_shot, 3 ranks, rank 0 (the segment's creator) killed") { kill_mid_collective<cc::algo::one_shot>(3, 0, 2000ms, 1 << 16); }
   SUBCASE("tree, 8 ranks, rank 5 killed") { kill_mid_collective<cc::algo::tree>(8, 5, 2000ms, 1 << 14); }
 }
+
+TEST_CASE("fault: a rank killed while communicators are split and destroyed in a loop leaves no segment behind") {
+  // Rank 0 leads every dup (it creates each new segment); rank 1 is an ordinary member.
+  for (int victim : {1, 0}) {
+    const int n = 3;
+    const auto shm_before = collcomm_segments();
+    reports rep(n);
+    std::int64_t kill_ns = 0;
+    const auto timeout = 2000ms;
+    auto j = run_job(
+        n,
+        [&](bs::tcp& boot, rank_report& me) {
+          cc::host::options opt;
+          opt.timeout = timeout;
+          host_comm comm(boot, opt);
+          const int r = comm.rank();
+          me.code = 100;
+          long made = 0;
+          try {
+            for (;;) {
+              auto d = comm.split(r == 2 ? 1 : 0, r);  // {0, 1} and {2}: two segments per round
+              std::vector<float> v(64, 1.0f);
+              cc::all_reduce(*d, v.data(), v.data(), v.size());
+              if (v[0] != float(d->size())) return child_fail(me, r, 80, "all_reduce on the split is wrong");
+              ++made;
+            }
+          } catch (const cc::error& e) {
+            record_error(me, e);
+            const std::string want = "rank " + std::to_string(victim) + " (pid";
+            // Rank 2's own split holds only itself: it learns of the death in the parent's barrier.
+            if (std::string(e.what()).find(want) == std::string::npos)
+              return child_fail(me, r, 81, "after %ld splits: the error does not name rank %d: %s", made, victim, e.what());
+          }
+          return 0;
+        },
+        rep, 60s, 10s,
+        [&](const std::vector<pid_t>& pids) {
+          const auto limit = std::chrono::steady_clock::now() + 20s;
+          for (int r = 0; r < n; ++r)
+            while (rep[r].code != 100 && std::chrono::steady_clock::now() < limit) std::this_thread::sleep_for(1ms);
+          std::this_thread::sleep_for(150ms);
+          kill_ns = now_ns();
+          ::kill(pids[static_cast<std::size_t>(victim)], SIGKILL);
+        });
+    CHECK_MESSAGE(j.codes[static_cast<std::size_t>(victim)] == -SIGKILL, "the victim, rank " << victim << ", was not killed");
+    for (int r = 0; r < n; ++r) {
+      if (r == victim) continue;
+      CHECK_MESSAGE(j.codes[static_cast<std::size_t>(r)] == 0, "victim " << victim << ", rank " << r << ": " << describe(rep[r]));
+      CHECK_MESSAGE(rep[r].err_ns - kill_ns <= 2 * std::chrono::duration_cast<std::chrono::nanoseconds>(timeout).count(),
+                    "rank " << r << " failed " << double(rep[r].err_ns - kill_ns) / 1e6 << " ms after the kill");
+    }
+    const auto leaked = leaked_segments(shm_before);
+    CHECK_MESSAGE(leaked.empty(), "victim " << victim << ": segments left in /dev/shm: " << (leaked.empty() ? "" : *leaked.begin())
+                                            << "; the survivors said: " << rep[(victim + 1) % n].msg << " | " << rep[(victim + 2) % n].msg);
+    for (const std::string& s : leaked) ::shm_unlink(("/" + s).c_str());  // do not leave it to the next run
+  }
+}
+
+TEST_CASE("fault: abort() on a world of threads ends the pending calls of the other ranks") {
+  cc::host::options opt;
+  opt.timeout = 5s;
+  cc::host::world w(3, opt);
+  std::atomic<int> aborted_seen{0};
+  cc::host::run_ranks(w, [&](host_comm& comm) {
+    std::vector<int> v(100, 1);
+    const auto t0 = std::chrono::steady_clock::now();
+    if (comm.rank() == 0) {
+      std::this_thread::sleep_for(100ms);
+      comm.abort("from a thread");
+      return;
+    }
+    try {
+      cc::all_reduce(comm, v.data(), v.data(), v.size());
+    } catch (const cc::error& e) {
+      if (e.code() == cc::errc::aborted && std::string(e.what()).find("rank 0 aborted") != std::string::npos &&
+          std::chrono::steady_clock::now() - t0 < 2s)
+        ++aborted_seen;
+    }
+  });
+  CHECK(aborted_seen == 2);
+}

@@ -195,7 +195,8 @@ inline void set_status(rank_info& me, std::uint64_t seq, const std::string& err)
 //   B  each group's leader (its new rank 0) creates, initializes and maps the group's segment and
 //      writes its status; barrier
 //   C  the other members open and map it (unless the leader failed) and write their status; barrier
-//   D  the leader unlinks the name; every member checks every member's status.
+//   D  every member unlinks the name (the first one does it; a member that died after C does not
+//      leave it behind); every member checks every member's status.
 // A rank's record is written only between two barriers in which no rank reads it (the statuses of
 // split k are read before C(k) or right after it, and rewritten only after A(k + 1)).
 inline std::shared_ptr<world> split_world(world& parent, int rank, int color, int key) {
@@ -266,7 +267,8 @@ inline std::shared_ptr<world> split_world(world& parent, int rank, int color, in
     }
     parent.barrier(ctl, rank, what);  // C
     if (!in_group) return nullptr;
-    if (rank == leader) shm_segment::unlink(name);
+    // Every member, not only the leader: one that dies right after C must not leave the name.
+    shm_segment::unlink(name);
     std::string ranks, first;
     for (int q : members) {
       const rank_info& o = parent.info(q);

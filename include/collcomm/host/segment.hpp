@@ -5,9 +5,9 @@
 // channel): one rank creates it (shm_open O_CREAT | O_EXCL, mode 0600, ftruncate), the others open
 // it by name, and as soon as every rank mapped it the name is unlinked. From then on nothing of it
 // is in /dev/shm: the memory lives while a process maps it or holds its descriptor, and goes with
-// the last of them, even if every process is killed with SIGKILL. Only a crash inside the short
-// window between create and unlink leaves a name behind; every rank that knows the name unlinks it
-// on its error path, so only the creator dying before anyone learned the name can leak one.
+// the last of them, even if every process is killed with SIGKILL. Every rank learns the name
+// before it is created and unlinks it on its way out, of an error too; so a name stays behind
+// only if every rank dies inside the short window between create and unlink.
 //
 // Pages. The file is sparse: ftruncate reserves nothing, and a page of tmpfs is allocated (zeroed)
 // when first touched. So a world sized for every connection and window costs only what it uses.

@@ -36,3 +36,17 @@ if [[ $what == bench || $what == all ]]; then
     b -k reduce_scatter -a ring -r 8 -b 4M -e 64M -f 4 -n 10 -w 3 -R 3 -c 1
   } > "$out/bench_sweep.txt" 2>&1
 fi
+if [[ $what == figures ]]; then
+  {
+    for C in 1 2 4; do
+      b -k all_reduce -a one_shot -r 8 -b 8 -e 64K -f 4 -n 50 -w 10 -R 7 -c 1 -G -C $C
+    done
+    b -k all_reduce -a one_shot -r 8 -b 8 -e 64K -f 4 -n 50 -w 10 -R 7 -c 1 -C 2
+    b -k all_reduce -a two_shot -r 8 -b 8 -e 64K -f 4 -n 50 -w 10 -R 7 -c 1 -G -C 2
+  } > "$out/fig_small.txt" 2>&1
+  for r in 8 4 2; do
+    for k in all_reduce reduce_scatter all_gather broadcast; do
+      T=120 b -k $k -a ring -r $r -b 8 -e 1G -f 4 -n 20 -w 3 -R 3 -c 1 -C 16 -s 1M
+    done > "$out/fig_ring_$r.txt" 2>&1
+  done
+fi

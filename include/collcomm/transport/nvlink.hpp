@@ -81,8 +81,12 @@ enum class launch_mode {
 };
 
 struct options {
-  int channels = 0;                                // thread blocks per rank and call; 0: SMs / ranks per GPU, at most 16
-  std::size_t slot_bytes = std::size_t{64} << 10;  // bytes per FIFO slot (a message's maximum)
+  int channels = 0;                                // thread blocks per rank and call; 0: SMs / ranks per GPU, at most 32
+  // Bytes per FIFO slot (a message's maximum). Connections take, in each rank's GPU memory,
+  // nranks x channels x slots x slot_bytes (8 ranks, 16 channels, 8 x 256 KiB: 256 MiB per rank; with automatic channels
+  // it stays at a few hundred MiB per rank);
+  // 1 MiB slots reach ~80 % of copy bandwidth on one H200 (bench/RESULTS.md), 256 KiB ~75 %.
+  std::size_t slot_bytes = std::size_t{256} << 10;
   int slots = 8;                                   // slots per connection, a power of two
   std::chrono::milliseconds timeout{10000};        // bound of every device wait and of the launch rendezvous
   launch_mode launch = launch_mode::grouped;
@@ -124,7 +128,7 @@ class world {
                          ": ranks sharing a GPU must launch grouped (separate kernels of several streams need not run at once)");
     }
     if (opts_.channels == 0) {
-      int most = 16;
+      int most = 32;  // as NCCL's ring; beyond, connection memory grows and a block's share shrinks
       for (int d : devices_) {
         int sms = 0;
         detail::cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d), "gpu::world: cudaDeviceGetAttribute");

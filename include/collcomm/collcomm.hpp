@@ -14,4 +14,5 @@
 #include <collcomm/error.hpp>
 #include <collcomm/kinds.hpp>
 #include <collcomm/ops.hpp>
+#include <collcomm/protocol.hpp>
 #include <collcomm/types.hpp>

@@ -44,7 +44,8 @@ long in_place_offset(const case_config& c, int rank) {
 // use_graph: every rank's call is captured into ONE graph (the ranks' streams forked from one
 // capturing stream, as ranks that share a GPU need), replayed 3 times (once in place).
 // repeat: out of place, each rank queues the call `repeat` times back to back, no host barrier.
-template <class K, class Algo, class T, class Op>
+// Tuning: the kernel's (kernels::tuning<Threads, Protocol>), e.g. the ll protocol.
+template <class K, class Algo, class T, class Tuning = kernels::tuning<>, class Op>
 std::string run_case(gpu::world& w, const case_config& c, const Op& op, bool use_graph = false, int repeat = 1) {
   const int n = c.nranks;
   coll_args base{};
@@ -101,12 +102,12 @@ std::string run_case(gpu::world& w, const case_config& c, const Op& op, bool use
         std::string launch_error;
         auto launch = [&] {
           try {
-            gpu::launch<K, Algo>(w, r, a, d_in, out_ptr, op, s);
+            gpu::launch<K, Algo, Tuning>(w, r, a, d_in, out_ptr, op, s);
           } catch (const std::exception& ex) {
             launch_error = ex.what();
           }
         };
-        gpu::preload<K, Algo, T, Op>();
+        gpu::preload<K, Algo, T, Op, Tuning>();
         cudaEventCreateWithFlags(&joins[r], cudaEventDisableTiming);
         if (r == 0 && use_graph) {
           cudaStreamCreateWithFlags(&origin, cudaStreamNonBlocking);

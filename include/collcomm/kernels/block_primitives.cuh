@@ -197,7 +197,7 @@ class block_primitives {
     if (threadIdx.x == 0) h_.buffers[channel_ * h_.nranks + rank_] = transport::buffer_pair{in_, out_};
   }
 
- private:
+ protected:  // ll_primitives (ll_primitives.cuh) reuses these helpers and the direct family
   __device__ acc_t load_acc(T x, bool pre) const {
     acc_t a = to_accum(x);
     return pre ? apply_pre(op_, a) : a;

@@ -8,7 +8,11 @@
 #pragma once
 
 #include <collcomm/kernels/block_primitives.cuh>
+#include <collcomm/kernels/ll_primitives.cuh>
 #include <collcomm/kinds.hpp>
+#include <collcomm/protocol.hpp>
+
+#include <type_traits>
 
 COLLCOMM_NAMESPACE_BEGIN
 namespace kernels {
@@ -16,10 +20,33 @@ namespace kernels {
 // The GPU executor's knobs that change the generated code, as a type holding values (nvcc's
 // kernel stubs do not take class-type template arguments): equal knobs are one type, so they
 // share one kernel. Threads per channel (block): 512 moves 8 KiB per pass with 16-byte vectors.
-template <int Threads = 512>
+// Protocol: how FIFO messages move (protocol.hpp); it picks the kernel's primitives class.
+template <int Threads = 512, class Protocol = protocol::simple>
 struct tuning {
+  static_assert(protocol_tag<Protocol>, "collcomm protocol axis: use collcomm::protocol::simple or collcomm::protocol::ll.");
   static constexpr int threads = Threads;
+  using protocol = Protocol;
 };
+
+// The protocol a composition runs with: a with_protocol<A, P> algorithm names it (the host API's
+// spelling), else the tuning does. The two may not disagree.
+template <class Algo, class Tuning>
+using kernel_protocol = protocol_of<Algo, typename Tuning::protocol>;
+
+// The primitives class of a protocol.
+template <class Protocol, class T, class Op>
+struct primitives_of {
+  using type = block_primitives<T, Op>;
+};
+template <class T, class Op>
+struct primitives_of<protocol::ll, T, Op> {
+  using type = ll_primitives<T, Op>;
+};
+
+// The smallest FIFO slot a protocol can use: simple moves 16-byte vectors; ll needs a header line
+// and one data line (gpu::launch refuses smaller slots).
+template <class Protocol>
+inline constexpr std::size_t min_slot_bytes = std::is_same_v<Protocol, protocol::ll> ? 32 : 16;
 
 // Most ranks one launch carries (ranks of a world that share one GPU).
 inline constexpr int max_launch_ranks = 32;
@@ -48,6 +75,9 @@ constexpr std::size_t kernel_smem_bytes(int nranks) {
 
 template <class K, class Algo, class T, class Op, class Tuning>
 COLLCOMM_KERNEL void __launch_bounds__(Tuning::threads) collective_kernel(const __grid_constant__ kernel_params<T, Op> p) {
+  static_assert(!is_with_protocol<Algo> || std::is_same_v<typename Tuning::protocol, protocol::simple> ||
+                    std::is_same_v<typename Tuning::protocol, protocol_of<Algo>>,
+                "collcomm protocol axis: with_protocol<A, P> and kernels::tuning<Threads, Q> name different protocols; name one");
   extern __shared__ std::uint64_t smem_steps[];  // (send | recv, peer), then (rank) pointers
   __shared__ int aborted;
   const rank_params<T, Op>& mine = p.rank[blockIdx.y];
@@ -61,7 +91,7 @@ COLLCOMM_KERNEL void __launch_bounds__(Tuning::threads) collective_kernel(const 
   // A world that failed stays failed: later kernels return at once.
   if (threadIdx.x == 0) aborted = world_aborted(p.h.abort);
 
-  block_primitives<T, Op> prims(p.h, mine.in, mine.out, mine.op, mine.args.rank, channel, smem_steps, smem_steps + n,
+  typename primitives_of<kernel_protocol<Algo, Tuning>, T, Op>::type prims(p.h, mine.in, mine.out, mine.op, mine.args.rank, channel, smem_steps, smem_steps + n,
                                 reinterpret_cast<const void**>(smem_steps + 2 * n), &aborted);
   prims.publish_buffers();
   __syncthreads();

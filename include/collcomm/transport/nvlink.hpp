@@ -373,6 +373,10 @@ void launch(world& w, int rank, coll_args a, const T* in, T* out, Op op, cudaStr
   using params_t = kernels::kernel_params<T, Op>;
   static_assert(std::is_trivially_copyable_v<params_t>);
   w.check_usable(K::name, rank);
+  using protocol_t = kernels::kernel_protocol<Algo, Tuning>;
+  if (w.opts().slot_bytes < kernels::min_slot_bytes<protocol_t>)
+    detail::fail(errc::invalid_argument, K::name, rank, "option 'slot_bytes' = " + std::to_string(w.opts().slot_bytes) + " is too small for protocol " +
+                                                           protocol_t::name + ": it needs at least " + std::to_string(kernels::min_slot_bytes<protocol_t>));
   const int device = w.device_of(rank);
   detail::device_guard guard(device);
   auto* kernel = &kernels::collective_kernel<K, Algo, T, Op, Tuning>;

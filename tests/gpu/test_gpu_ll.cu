@@ -1,0 +1,203 @@
+// GPU executor, ll protocol (kernels/ll_primitives.cuh): every schedule with LL lines, several
+// element types, graph capture, protocols alternating on one world, message counters across the
+// 2^32 wrap of the flags, and ranks that disagree on the count (label gpu).
+#include "gpu_harness.cuh"
+
+#include <barrier>
+#include <chrono>
+#include <cstdint>
+#include <thread>
+
+using namespace collcomm;
+using namespace collcomm_gpu_test;
+using collcomm_test::for_each_schedule;
+
+namespace {
+
+using ll = kernels::tuning<512, protocol::ll>;
+
+template <class K>
+using kind_op = std::conditional_t<K::reduces, op::sum, op::none>;
+
+// Small slots (4 KiB: 255 data lines, ~1 KiB of f32 per message) so that many messages flow and
+// slots are reused many times per call; 20 calls queued per rank out of place.
+void run_all_schedules(int n) {
+  gpu::options o;
+  o.channels = 2;
+  o.slot_bytes = 4096;
+  o.timeout = std::chrono::milliseconds(5000);
+  gpu::world w(n, {}, o);
+  for_each_schedule([&]<class K, class A>(std::type_identity<K>, std::type_identity<A>) {
+    for (index_t count : {index_t{0}, index_t{1}, static_cast<index_t>(n + 1), index_t{1031}, index_t{40009}}) {
+      for (int place = 0; place < (has_in_place<K> && supports_in_place<A> ? 2 : 1); ++place) {
+        const int roots[] = {0, n - 1};
+        for (int root : roots) {
+          if (!K::rooted && root != 0) continue;
+          case_config c{n, count, root, place == 1};
+          INFO(std::string(K::name), " ", std::string(A::name), "/ll n=", n, " count=", count, " root=", root, " in_place=", c.in_place, " seed=", fresh_seed());
+          CHECK_EQ((run_case<K, A, float, ll>(w, c, kind_op<K>{}, false, 20)), "");
+        }
+      }
+    }
+  });
+}
+
+// Sets every message count of the world (each rank's send and receive counts, every connection's
+// head and tail) to `m`, as if m messages had moved on every connection. No kernel may run.
+void set_message_counts(gpu::world& w, std::uint64_t m) {
+  const transport::nvlink_device_handle h = w.handle(0);
+  const std::size_t nconn = static_cast<std::size_t>(h.nchannels) * h.nranks * h.nranks;
+  std::vector<transport::fifo_view> table(nconn);
+  REQUIRE_EQ(cudaMemcpy(table.data(), h.fifos, sizeof(transport::fifo_view) * nconn, cudaMemcpyDeviceToHost), cudaSuccess);
+  for (const auto& c : table) {
+    REQUIRE_EQ(cudaMemcpy(c.tail, &m, sizeof m, cudaMemcpyHostToDevice), cudaSuccess);
+    REQUIRE_EQ(cudaMemcpy(c.head, &m, sizeof m, cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  const std::vector<std::uint64_t> steps(static_cast<std::size_t>(h.nranks) * h.nchannels * h.nranks * 2, m);
+  REQUIRE_EQ(cudaMemcpy(h.steps, steps.data(), sizeof(std::uint64_t) * steps.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  REQUIRE_EQ(cudaDeviceSynchronize(), cudaSuccess);
+}
+
+}  // namespace
+
+TEST_CASE("ll: every schedule, f32, N = 1, 2, 3, 4, 8 ranks on one GPU, 20 calls queued per rank") {
+  for (int n : {1, 2, 3, 4, 8}) run_all_schedules(n);
+}
+
+TEST_CASE("ll: ring all_reduce, f16 bf16 i8 f64 u64") {
+  for (int n : {3, 4}) {
+    gpu::options o;
+    o.slot_bytes = 4096;
+    gpu::world w(n, {}, o);
+    auto one = [&]<class T>(std::type_identity<T>, auto op) {
+      for (index_t count : {index_t{1}, index_t{777}, index_t{100000}}) {
+        INFO(std::string(element_name<T>), " ", std::string(op_name<decltype(op)>()), " n=", n, " count=", count, " seed=", fresh_seed());
+        CHECK_EQ((run_case<kind::all_reduce, algo::ring, T, ll>(w, case_config{n, count, 0, false}, op, false, 5)), "");
+      }
+    };
+    one(std::type_identity<__half>{}, op::sum{});
+    one(std::type_identity<__nv_bfloat16>{}, op::sum{});
+    one(std::type_identity<std::int8_t>{}, op::max{});
+    one(std::type_identity<double>{}, op::sum{});
+    one(std::type_identity<std::uint64_t>{}, op::sum{});
+  }
+}
+
+TEST_CASE("ll: calls capture into a CUDA graph and replay") {
+  gpu::world w(4);
+  for (index_t count : {index_t{5}, index_t{65536}}) {
+    INFO("count=", count);
+    CHECK_EQ((run_case<kind::all_reduce, algo::ring, float, ll>(w, case_config{4, count, 0, false}, op::sum{}, true)), "");
+    CHECK_EQ((run_case<kind::all_reduce, algo::tree, float, ll>(w, case_config{4, count, 0, false}, op::sum{}, true)), "");
+  }
+}
+
+// The host API's spelling, with_protocol<A, ll>, launched with the default tuning, is the same
+// protocol; and simple and ll calls alternate on one world (the connections' counts stay shared).
+TEST_CASE("ll: with_protocol, and simple and ll calls alternating on one world") {
+  gpu::options o;
+  o.slot_bytes = 4096;
+  o.channels = 2;
+  gpu::world w(4, {}, o);
+  using ring_ll = with_protocol<algo::ring, protocol::ll>;
+  for (int i = 0; i < 3; ++i)
+    for (index_t count : {index_t{3}, index_t{5000}}) {
+      INFO("round ", i, " count=", count, " seed=", fresh_seed());
+      CHECK_EQ((run_case<kind::all_reduce, algo::ring, float>(w, case_config{4, count, 0, false}, op::sum{}, false, 3)), "");
+      CHECK_EQ((run_case<kind::all_reduce, ring_ll, float>(w, case_config{4, count, 0, false}, op::sum{}, false, 3)), "");
+      CHECK_EQ((run_case<kind::all_gather, algo::ring, float, ll>(w, case_config{4, count, 0, false}, op::none{}, false, 3)), "");
+    }
+}
+
+// The flag is the message count mod 2^32: start just below 2^32 (also an epoch boundary, where every
+// slot is rewritten whole) so that the calls cross the wrap.
+TEST_CASE("ll: message counts across the 2^32 wrap of the flags") {
+  gpu::options o;
+  o.slot_bytes = 4096;
+  o.channels = 1;
+  for (int n : {2, 4}) {
+    gpu::world w(n, {}, o);
+    set_message_counts(w, (std::uint64_t{1} << 32) - 5);
+    for (index_t count : {index_t{7}, index_t{3000}, index_t{40009}}) {
+      INFO("n=", n, " count=", count, " seed=", fresh_seed());
+      CHECK_EQ((run_case<kind::all_reduce, algo::ring, float, ll>(w, case_config{n, count, 0, false}, op::sum{}, false, 20)), "");
+      CHECK_EQ((run_case<kind::all_reduce, algo::tree, float, ll>(w, case_config{n, count, 0, false}, op::sum{}, false, 20)), "");
+      CHECK_EQ((run_case<kind::all_reduce, algo::ring, float>(w, case_config{n, count, 0, false}, op::sum{}, false, 2)), "");
+    }
+  }
+}
+
+TEST_CASE("ll: a slot too small for a header and a data line is refused") {
+  gpu::options o;
+  o.slot_bytes = 16;
+  gpu::world w(1, {}, o);
+  float* d = nullptr;
+  REQUIRE_EQ(cudaMalloc(&d, 16 * sizeof(float)), cudaSuccess);
+  coll_args a{};
+  a.rank = 0;
+  a.nranks = 1;
+  a.count = 4;
+  try {
+    gpu::launch<kind::all_reduce, algo::ring, ll>(w, 0, a, d, d, op::sum{}, nullptr);
+    FAIL("no error");
+  } catch (const error& e) {
+    CHECK_EQ(e.code(), errc::invalid_argument);
+    CHECK(std::string(e.what()).find("slot_bytes") != std::string::npos);
+  }
+  REQUIRE_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  cudaFree(d);
+}
+
+// The header line carries the count: a receiver expecting another count reports it (or, where the
+// message never comes, the missing message) within the timeout, on every rank.
+TEST_CASE("ll: ranks that disagree on the count: an error on every rank within the timeout, no hang [fault]") {
+  gpu::options o;
+  o.timeout = std::chrono::milliseconds(300);
+  o.channels = 1;
+  o.slot_bytes = 4096;
+  for (int n : {2, 4}) {
+    gpu::world w(n, {}, o);
+    std::vector<std::string> errors(n);
+    std::vector<double> secs(n);
+    std::vector<std::thread> threads;
+    std::barrier sync_point(n);
+    for (int r = 0; r < n; ++r)
+      threads.emplace_back([&, r] {
+        const index_t count = r == 1 ? 3000 : 5000;
+        float *d_in = nullptr, *d_out = nullptr;
+        cudaMalloc(&d_in, 5000 * sizeof(float));
+        cudaMalloc(&d_out, 5000 * sizeof(float));
+        cudaStream_t s;
+        cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+        coll_args a{};
+        a.rank = r;
+        a.nranks = n;
+        a.count = count;
+        gpu::preload<kind::all_reduce, algo::ring, float, op::sum, ll>();
+        cudaDeviceSynchronize();
+        sync_point.arrive_and_wait();
+        const auto t0 = std::chrono::steady_clock::now();
+        try {
+          gpu::launch<kind::all_reduce, algo::ring, ll>(w, r, a, d_in, d_out, op::sum{}, s);
+          cudaStreamSynchronize(s);
+          secs[r] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          gpu::check_stall(w, r);
+        } catch (const error& e) {
+          errors[r] = e.what();
+        }
+        sync_point.arrive_and_wait();
+        cudaFree(d_in);
+        cudaFree(d_out);
+        cudaStreamDestroy(s);
+      });
+    for (auto& t : threads) t.join();
+    for (int r = 0; r < n; ++r) {
+      INFO("n=", n, " rank ", r, ": ", errors[r]);
+      CHECK(!errors[r].empty());
+      CHECK(errors[r].find("timed out waiting for") != std::string::npos);
+      CHECK(secs[r] < 3.0);
+    }
+  }
+  gpu::world w2(3);
+  CHECK_EQ((run_case<kind::all_reduce, algo::ring, float, ll>(w2, case_config{3, 1000, 0, false}, op::sum{})), "");
+}

@@ -2,7 +2,7 @@
 // process (several per GPU allowed).
 //
 //   collcomm_bench -k all_reduce -a ring -t f32 -o sum -r 8 -b 8 -e 1G -f 2 -n 20 -w 5 -c 1 [-G] [--json]
-//   (-g ranks per GPU, -C channels, -s slot bytes, -R repetitions, --check-max bytes, --no-in-place)
+//   (-g ranks per GPU, -C channels, -s slot bytes, -p simple|ll protocol, -R repetitions, --check-max bytes, --no-in-place)
 //
 // Per size: bytes, count, type, op, then for out-of-place and in-place: time (µs, the median of
 // -R repetitions of -n calls, each the slowest rank's), algbw, busbw (nccl-tests factors) and
@@ -41,7 +41,7 @@ using namespace collcomm;
 using collcomm_test::case_config;
 
 struct settings {
-  std::string kind = "all_reduce", algo = "ring", type = "f32", op = "sum";
+  std::string kind = "all_reduce", algo = "ring", type = "f32", op = "sum", protocol = "simple";
   int ranks = 2, ranks_per_gpu = 0, channels = 0, threads_unused = 0;
   std::size_t min_bytes = 8, max_bytes = std::size_t{1} << 20;
   double factor = 2;
@@ -179,7 +179,7 @@ void run_bench(const settings& st, double copy_bw) {
         const index_t in_n = input_elems<K>(base), out_n = output_elems<K>(base);
         std::mt19937_64 g(collcomm_test::fresh_seed() + r * 131 + bytes);
         host.resize(std::max(in_n, out_n));
-        for (index_t i = 0; i < in_n; ++i) host[i] = collcomm_test::random_value<T, Op>(g, n);
+        for (index_t i = 0; i < in_n; ++i) host[i] = collcomm_test::random_value<T, Op>(g, n, r, i);
         CUDA_OK(cudaMemcpy(in, host.data(), in_n * sizeof(T), cudaMemcpyHostToDevice));
         for (int place = 0; place < (in_place_ok ? 2 : 1); ++place) {
           // In place: the input sits where the kind wants it inside the output buffer.
@@ -209,6 +209,9 @@ void run_bench(const settings& st, double copy_bw) {
               if constexpr (std::is_same_v<K, kind::all_gather>) off = r * count;
               CUDA_OK(cudaMemcpy(out + off, host.data(), in_n * sizeof(T), cudaMemcpyHostToDevice));
             }
+            // cudaMemset and cudaMemcpy (pageable) may return before the data lands, and the
+            // collective runs on other streams: wait for them (no kernel of ours runs now).
+            CUDA_OK(cudaDeviceSynchronize());
             sync_point.arrive_and_wait();
             call();
             CUDA_OK(cudaStreamSynchronize(s));
@@ -218,7 +221,7 @@ void run_bench(const settings& st, double copy_bw) {
             std::vector<std::vector<T>> x(n, std::vector<T>(in_n));
             for (int q = 0; q < n; ++q) {
               std::mt19937_64 gq(collcomm_test::fresh_seed() + q * 131 + bytes);
-              for (index_t i = 0; i < in_n; ++i) x[q][i] = collcomm_test::random_value<T, Op>(gq, n);
+              for (index_t i = 0; i < in_n; ++i) x[q][i] = collcomm_test::random_value<T, Op>(gq, n, q, i);
             }
             const auto expect = collcomm_test::reference<K>(x, case_config{n, count, 0, place == 1}, Op{});
             wrong = 0;
@@ -318,8 +321,11 @@ void run_bench(const settings& st, double copy_bw) {
             for (long x : rank_wrong) wrong_all = (x < 0 || wrong_all < 0) ? -1 : wrong_all + x;
             const double algbw = bytes / (us * 1e-6) / 1e9;
             const index_t align = sizeof(T) >= 16 ? 1 : 16 / sizeof(T);
-            const index_t slot = (o.slot_bytes / sizeof(T)) / align * align;
-            const double mem = collcomm_bench::traffic_bytes<K, Algo>(base, o.channels, slot, align, sizeof(T)) / (us * 1e-6) / copy_bw;
+            constexpr bool ll = std::is_same_v<protocol_of<Algo>, protocol::ll>;
+            // The payload of a slot: all of it (simple); half of its 16-byte lines less the header line (ll).
+            const index_t slot = ll ? static_cast<index_t>((o.slot_bytes / 16 - 1) * 8 / sizeof(T)) / align * align
+                                    : static_cast<index_t>(o.slot_bytes / sizeof(T)) / align * align;
+            const double mem = collcomm_bench::traffic_bytes<K, algorithm_of<Algo>>(base, o.channels, slot, align, sizeof(T), ll ? 2 : 1) / (us * 1e-6) / copy_bw;
             if (st.json)
               std::printf("{\"kind\":\"%s\",\"algo\":\"%s\",\"type\":\"%s\",\"op\":\"%s\",\"ranks\":%d,\"graph\":%d,\"bytes\":%zu,\"count\":%zu,\"in_place\":%d,\"time_us\":%.3f,\"algbw\":%.3f,\"busbw\":%.3f,\"mem_frac\":%.4f,\"wrong\":%ld,\"copy_bw\":%.1f}\n",
                           K::name, Algo::name, element_name<T>, op_name<Op>(), n, st.graph, bytes, static_cast<std::size_t>(count), place, us, algbw, algbw * bus_factor<K>(n), mem, wrong_all, copy_bw / 1e9);
@@ -371,13 +377,14 @@ int main(int argc, char** argv) {
     else if (a == "-c") st.check = std::atoi(next()) != 0;
     else if (a == "-G") st.graph = true;
     else if (a == "--check-max") st.check_max_bytes = parse_size(next());
-    else if (a == "-p") { if (std::string(next()) != "simple") die("only protocol 'simple' exists so far"); }
+    else if (a == "-p") st.protocol = next();
     else if (a == "--no-in-place") st.in_place = false;
     else if (a == "--json") st.json = true;
     else die("unknown argument " + a + " (see the comment at the top of bench/collcomm_bench.cu)");
   }
   if (st.ranks < 1) die("-r must be at least 1");
   if (st.factor <= 1) die("-f must be above 1");
+  if (st.protocol != "simple" && st.protocol != "ll") die("-p must be simple or ll, not " + st.protocol);
   int dev = 0;
   if (cudaGetDeviceCount(&dev) != cudaSuccess || dev == 0) die("no CUDA device");
   const double bw = copy_bandwidth(0);
@@ -389,7 +396,9 @@ int main(int argc, char** argv) {
           using Op = std::conditional_t<K::reduces, op::sum, op::none>;
           if constexpr (valid_composition<K, A, transport::nvlink, Op, T>) {
             if (st.kind == K::name && st.algo == A::name && st.type == element_name<T> && (!K::reduces || st.op == "sum")) {
-              run_bench<K, A, T, Op>(st, bw);
+              if (st.protocol == "simple") run_bench<K, A, T, Op>(st, bw);
+              else if constexpr (!A::needs_direct) run_bench<K, with_protocol<A, protocol::ll>, T, Op>(st, bw);  // direct schedules move no FIFO messages
+              else die(std::string("algorithm ") + A::name + " moves no FIFO messages: protocol ll changes nothing for it");
               ran = true;
             }
           }

@@ -6,7 +6,8 @@
 // is read once, the destination written once, and each outgoing slot written once; a direct
 // reduce reads every rank's source once. The total over all ranks and channels, divided by the
 // time of the collective, is the memory bandwidth the collective achieved — comparable with the
-// device's copy bandwidth measured as (read + write bytes) / time.
+// device's copy bandwidth measured as (read + write bytes) / time. With the ll protocol a slot
+// holds half payload, half flags, so slot accesses count twice their payload.
 #pragma once
 
 #include <collcomm/algo/primitives.hpp>
@@ -21,27 +22,31 @@ struct traffic_counter {
   index_t slot;
   index_t align;
   int nranks;
-  std::uint64_t elems = 0;  // element reads + writes
+  int slot_weight = 1;      // bytes moved in a slot per byte of payload: 1 (simple), 2 (ll: 8 of 16 bytes are flags)
+  std::uint64_t elems = 0;  // element reads + writes, slot accesses weighted by slot_weight
 
   COLLCOMM_HD index_t slot_elems() const { return slot; }
   COLLCOMM_HD index_t align_elems() const { return align; }
-  COLLCOMM_HD void add(int reads, int writes, index_t n) { elems += static_cast<std::uint64_t>(reads + writes) * n; }
-  COLLCOMM_HD void send(peers to, buf_ref, index_t n) { add(1, to.size, n); }
+  // slot: slot reads + writes per element; buffer: user-buffer reads + writes per element.
+  COLLCOMM_HD void add(int slot_rw, int buffer_rw, index_t n) {
+    elems += static_cast<std::uint64_t>(slot_rw * slot_weight + buffer_rw) * n;
+  }
+  COLLCOMM_HD void send(peers to, buf_ref, index_t n) { add(to.size, 1, n); }
   COLLCOMM_HD void recv(peers from, buf_ref, index_t n) { add(from.size, 1, n); }
-  COLLCOMM_HD void recv_reduce_send(peers from, buf_ref, peers to, index_t n) { add(from.size + 1, to.size, n); }
-  COLLCOMM_HD void recv_reduce_copy(peers from, buf_ref, buf_ref, index_t n, bool) { add(from.size + 1, 1, n); }
-  COLLCOMM_HD void recv_reduce_copy_send(peers from, buf_ref, buf_ref, peers to, index_t n, bool) { add(from.size + 1, 1 + to.size, n); }
-  COLLCOMM_HD void recv_copy_send(peers from, buf_ref, peers to, index_t n) { add(from.size, 1 + to.size, n); }
-  COLLCOMM_HD void copy_send(buf_ref, buf_ref, peers to, index_t n, bool = false) { add(1, 1 + to.size, n); }
-  COLLCOMM_HD void copy(buf_ref, buf_ref, index_t n, bool = false) { add(1, 1, n); }
+  COLLCOMM_HD void recv_reduce_send(peers from, buf_ref, peers to, index_t n) { add(from.size + to.size, 1, n); }
+  COLLCOMM_HD void recv_reduce_copy(peers from, buf_ref, buf_ref, index_t n, bool) { add(from.size, 2, n); }
+  COLLCOMM_HD void recv_reduce_copy_send(peers from, buf_ref, buf_ref, peers to, index_t n, bool) { add(from.size + to.size, 2, n); }
+  COLLCOMM_HD void recv_copy_send(peers from, buf_ref, peers to, index_t n) { add(from.size + to.size, 1, n); }
+  COLLCOMM_HD void copy_send(buf_ref, buf_ref, peers to, index_t n, bool = false) { add(to.size, 2, n); }
+  COLLCOMM_HD void copy(buf_ref, buf_ref, index_t n, bool = false) { add(0, 2, n); }
   COLLCOMM_HD void barrier() {}
-  COLLCOMM_HD void direct_reduce_copy(buf_ref, buf_ref, index_t n, bool) { add(nranks, 1, n); }
-  COLLCOMM_HD void direct_copy(int, buf_ref, buf_ref, index_t n) { add(1, 1, n); }
+  COLLCOMM_HD void direct_reduce_copy(buf_ref, buf_ref, index_t n, bool) { add(0, nranks + 1, n); }
+  COLLCOMM_HD void direct_copy(int, buf_ref, buf_ref, index_t n) { add(0, 2, n); }
 };
 
 // Bytes of device memory all ranks' kernels read and write for one call.
 template <class K, class Algo>
-double traffic_bytes(coll_args base, int nchannels, index_t slot_elems, index_t align, std::size_t elem_size) {
+double traffic_bytes(coll_args base, int nchannels, index_t slot_elems, index_t align, std::size_t elem_size, int slot_weight = 1) {
   std::uint64_t total = 0;
   for (int r = 0; r < base.nranks; ++r)
     for (int c = 0; c < nchannels; ++c) {
@@ -53,7 +58,7 @@ double traffic_bytes(coll_args base, int nchannels, index_t slot_elems, index_t 
         a.send_peer = mod(r + 1, a.nranks);
         a.recv_peer = mod(r - 1, a.nranks);
       }
-      traffic_counter t{slot_elems, align, a.nranks};
+      traffic_counter t{slot_elems, align, a.nranks, slot_weight};
       Algo::run(K{}, t, a);
       total += t.elems;
     }

@@ -13,6 +13,7 @@
 #include <collcomm/types.hpp>
 #include <collcomm/algo/primitives.hpp>
 
+#include <cmath>
 #include <cstring>
 #include <optional>
 #include <random>
@@ -40,18 +41,33 @@ constexpr double exact_limit() {
   else return 1e15;  // f64 and the integers (integers wrap exactly anyway)
 }
 
+// Element `index` of rank `rank`'s input. Values are integers in [-span, span] with
+// 2 * nranks * span <= exact_limit, so every partial sum of every order stays exact. Where even
+// span = 1 is too much (16 ranks of e5m2, whose integers are exact only up to 8), the inputs are
+// sparse instead: rank `rank` is nonzero at `index` only when (rank + index) % k == 0, which
+// leaves at most exact_limit / 2 nonzero contributions per element while every rank still
+// contributes to one element in k.
 template <class T, class Op>
-T random_value(std::mt19937_64& g, int nranks) {
+T random_value(std::mt19937_64& g, int nranks, int rank, index_t index) {
   using A = accum_t<T>;
   if constexpr (is_integer_element<T>) {
     // Integers are exact modulo 2^bits in any order: any value will do.
+    (void)nranks, (void)rank, (void)index;
     return static_cast<T>(g());
   } else {
     const bool multiplies = std::is_same_v<Op, op::prod>;
-    int span = multiplies ? 1 : static_cast<int>(exact_limit<T>() / (2.0 * nranks));
-    if (span < 1) span = 1;
-    std::uniform_int_distribution<int> d(-span, span);
-    int v = d(g);
+    const double limit = exact_limit<T>();
+    int span = multiplies ? 1 : static_cast<int>(limit / (2.0 * nranks));
+    int v = 0;
+    if (span >= 1) {
+      std::uniform_int_distribution<int> d(-span, span);
+      v = d(g);
+    } else {
+      const auto k = static_cast<index_t>(std::ceil(2.0 * nranks / limit));
+      std::uniform_int_distribution<int> d(-1, 1);
+      v = d(g);  // drawn every time, so the stream of values does not depend on the pattern
+      if ((static_cast<index_t>(rank) + index) % k != 0) v = 0;
+    }
     if (multiplies && v == 0) v = 1;  // products of +-1 are exact in every order
     return from_accum<T>(static_cast<A>(v));
   }

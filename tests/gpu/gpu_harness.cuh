@@ -55,7 +55,8 @@ std::string run_case(gpu::world& w, const case_config& c, const Op& op, bool use
   const index_t in_n = input_elems<K>(base), out_n = output_elems<K>(base);
   std::mt19937_64 g(fresh_seed() ^ (c.count * 7919u) ^ static_cast<unsigned>(n));
   std::vector<std::vector<T>> x(n, std::vector<T>(in_n));
-  for (auto& v : x) for (auto& e : v) e = random_value<T, Op>(g, n);
+  for (int s = 0; s < n; ++s)
+    for (index_t i = 0; i < in_n; ++i) x[s][i] = random_value<T, Op>(g, n, s, i);
   const auto expect = reference<K>(x, c, op);
 
   std::vector<std::string> errors(n);

@@ -103,7 +103,8 @@ long run_composition(host_comm& comm, std::uint64_t seed, std::size_t slot_bytes
       for (int s = 0; s < n; ++s) {
         std::mt19937_64 g(seed ^ (static_cast<std::uint64_t>(call_index) * 0x9e3779b97f4a7c15ull) ^ (static_cast<std::uint64_t>(s) << 48));
         x[static_cast<std::size_t>(s)].resize(in_size<K>(n, count));
-        for (T& v : x[static_cast<std::size_t>(s)]) v = random_value<T, Op>(g, n);
+        auto& xs = x[static_cast<std::size_t>(s)];
+        for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = random_value<T, Op>(g, n, s, static_cast<collcomm::index_t>(i));
       }
       const auto expect = reference<K, T, Op>(x, c, Op{});
       const index_t is = in_size<K>(n, count), os = out_size<K>(n, count);

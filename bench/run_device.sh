@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device session's run: GPU tests, the GPU demo, then a bench set, logs under OUT.
 # The binaries are built beforehand on a machine without a GPU (scripts/build_gpu_here.sh) and
-# carried in .deps/bin.   Usage: bench/run_device.sh OUT [tests|bench|all]
+# carried in .deps/bin.   Usage: bench/run_device.sh OUT [tests|bench|all|figures|figures2]
 set -u
 out=$1
 what=${2:-all}
@@ -49,4 +49,24 @@ if [[ $what == figures ]]; then
       T=120 b -k $k -a ring -r $r -b 8 -e 1G -f 4 -n 20 -w 3 -R 3 -c 1 -C 16 -s 1M
     done > "$out/fig_ring_$r.txt" 2>&1
   done
+fi
+if [[ $what == figures2 ]]; then
+  # Issue 3's figure set: small all_reduce (one_shot with one channel; ring and tree with ll),
+  # then the ring sweeps with channels sized to the ranks (blocks = ranks x channels <= 128).
+  {
+    b -k all_reduce -a one_shot -r 8 -b 8 -e 64K -f 4 -n 50 -w 10 -R 7 -c 1 -G -C 1
+    b -k all_reduce -a one_shot -r 8 -b 8 -e 64K -f 4 -n 50 -w 10 -R 7 -c 1 -C 1
+    for a in ring tree; do
+      b -k all_reduce -a $a -p ll -r 8 -b 8 -e 1M -f 4 -n 50 -w 10 -R 7 -c 1 -G
+      b -k all_reduce -a $a -p ll -r 8 -b 8 -e 1M -f 4 -n 50 -w 10 -R 7 -c 1
+    done
+    b -k all_reduce -a tree -r 8 -b 8 -e 64K -f 8 -n 50 -w 10 -R 7 -c 1 -G
+  } > "$out/fig_small.txt" 2>&1
+  for rc in "8 16" "4 32" "2 64"; do
+    set -- $rc
+    for k in all_reduce reduce_scatter all_gather broadcast; do
+      T=150 b -k $k -a ring -r $1 -b 16 -e 1G -f 4 -n 20 -w 3 -R 3 -c 1 -C $2 -s 1M
+    done > "$out/fig_ring_$1.txt" 2>&1
+  done
+  T=100 b -k all_reduce -a ring -r 8 -b 64M -e 1G -f 4 -n 10 -w 2 -R 3 -c 0 -C 32 -s 1M > "$out/fig_ring_8_c32.txt" 2>&1
 fi

@@ -9,6 +9,9 @@
 // Counters only grow and persist across calls, so no reset is ever needed between collectives.
 // Peer access is enabled between every pair of GPUs in use; a pair without it is an error (use
 // transport::pcie there).
+// options::connections = placement::host puts the connections (and, for a world of several GPUs,
+// the shared words: counts, buffer table, barrier, abort) in pinned host memory mapped into every
+// GPU instead: transport::pcie's staged path (transport/pcie.hpp), for GPUs without peer access.
 //
 // Ranks that share a GPU spin-wait for each other inside their kernels, so all of them must run
 // at once. CUDA does not promise that for kernels launched separately on several streams (a
@@ -75,6 +78,14 @@ class device_guard {
 
 namespace gpu {
 
+// Where a world's connections live (options::connections).
+enum class placement {
+  device,  // in the receiver's GPU memory: one GPU, or peers with peer access (NVLink, P2P over PCIe)
+  host,    // pinned host memory mapped into every GPU (cudaHostAlloc mapped | portable): every message
+           // crosses PCIe twice (sender GPU -> host, host -> receiver GPU); no peer access needed;
+           // ordering at system scope. transport::pcie's staged connections.
+};
+
 enum class launch_mode {
   grouped,   // one launch per GPU per call for all of its ranks (the default; see the top)
   per_rank,  // every rank launches alone: only for one rank per GPU
@@ -91,6 +102,7 @@ struct options {
   std::chrono::milliseconds timeout{10000};        // bound of every device wait and of the launch rendezvous
   launch_mode launch = launch_mode::grouped;
   bool cooperative = true;  // grouped launches are cooperative (all blocks resident, or an error); env COLLCOMM_GPU_COOPERATIVE=0 turns it off
+  placement connections = placement::device;  // placement::host: staged through pinned host memory (transport/pcie.hpp)
 };
 
 class world {
@@ -224,6 +236,19 @@ class world {
     return p;
   }
 
+  // Connection memory as options::connections says: the receiver's GPU memory, or pinned host memory
+  // mapped into every GPU (its device address, the same on every GPU under unified addressing).
+  void* alloc_connections(int device, std::size_t bytes) {
+    if (opts_.connections == placement::device) return alloc(device, bytes);
+    void* p = nullptr;
+    detail::cuda_check(cudaHostAlloc(&p, bytes, cudaHostAllocMapped | cudaHostAllocPortable), "gpu::world: cudaHostAlloc (connections in host memory)");
+    host_allocations_.push_back(p);
+    std::memset(p, 0, bytes);
+    void* dp = nullptr;
+    detail::cuda_check(cudaHostGetDevicePointer(&dp, p, 0), "gpu::world: cudaHostGetDevicePointer (connections in host memory)");
+    return dp;
+  }
+
   void setup() {
     const int n = nranks_, nc = opts_.channels;
     // Peer access between every pair of GPUs in use.
@@ -232,6 +257,7 @@ class world {
         if (a == b) continue;
         int can = 0;
         detail::cuda_check(cudaDeviceCanAccessPeer(&can, a, b), "cudaDeviceCanAccessPeer");
+        if (!can && opts_.connections == placement::host) continue;  // staged: no peer access needed
         if (!can)
           detail::fail(errc::invalid_usage, "gpu::world", no_rank, "GPUs " + std::to_string(a) + " and " + std::to_string(b) + " cannot access each other's memory; use transport::pcie between them");
         detail::device_guard g(a);
@@ -244,7 +270,7 @@ class world {
     const std::size_t per_conn = opts_.slot_bytes * opts_.slots + sizeof(std::uint64_t) * (opts_.slots + 2);
     std::vector<transport::fifo_view> table(static_cast<std::size_t>(nc) * n * n);
     for (int dst = 0; dst < n; ++dst) {
-      char* mem = static_cast<char*>(alloc(device_of(dst), per_conn * nc * n));
+      char* mem = static_cast<char*>(alloc_connections(device_of(dst), per_conn * nc * n));
       for (int c = 0; c < nc; ++c)
         for (int src = 0; src < n; ++src) {
           char* base = mem + per_conn * (static_cast<std::size_t>(c) * n + src);
@@ -267,14 +293,19 @@ class world {
     base_.slot_bytes = static_cast<std::uint32_t>(opts_.slot_bytes);
     base_.timeout_ns = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(opts_.timeout).count());
     const int d0 = devices_[0];
-    base_.system_scope = false;
+    base_.system_scope = opts_.connections == placement::host;  // the host and PCIe are in the way
     for (int d : devices_) base_.system_scope |= d != d0;
-    base_.steps = static_cast<std::uint64_t*>(alloc(d0, sizeof(std::uint64_t) * n * nc * n * 2));
-    base_.buffers = static_cast<transport::buffer_pair*>(alloc(d0, sizeof(transport::buffer_pair) * nc * n));
+    // Words every rank's kernel reaches: with staged connections across GPUs they cannot sit in
+    // d0's memory (no peer access). Only the direct algorithms' barrier updates one with an atomic
+    // read-modify-write, and transport::pcie refuses those on staged connections.
+    const bool shared_on_host = opts_.connections == placement::host && ranks_on_device(d0) < n;  // several GPUs
+    auto alloc_shared = [&](std::size_t bytes) { return shared_on_host ? alloc_connections(d0, bytes) : alloc(d0, bytes); };
+    base_.steps = static_cast<std::uint64_t*>(alloc_shared(sizeof(std::uint64_t) * n * nc * n * 2));
+    base_.buffers = static_cast<transport::buffer_pair*>(alloc_shared(sizeof(transport::buffer_pair) * nc * n));
     // One 128-byte line per channel's barrier counter: ranks hammer them concurrently.
-    base_.barrier = static_cast<std::uint64_t*>(alloc(d0, 128 * static_cast<std::size_t>(nc)));
+    base_.barrier = static_cast<std::uint64_t*>(alloc_shared(128 * static_cast<std::size_t>(nc)));
     base_.barrier_stride = 128 / sizeof(std::uint64_t);
-    base_.abort = static_cast<std::uint32_t*>(alloc(d0, sizeof(std::uint32_t)));
+    base_.abort = static_cast<std::uint32_t*>(alloc_shared(sizeof(std::uint32_t)));
     void* stall = nullptr;
     detail::cuda_check(cudaHostAlloc(&stall, sizeof(transport::stall_record) * n, cudaHostAllocMapped | cudaHostAllocPortable), "gpu::world: cudaHostAlloc");
     std::memset(stall, 0, sizeof(transport::stall_record) * n);
@@ -313,6 +344,8 @@ class world {
       cudaFree(p);
     }
     allocations_.clear();
+    for (void* p : host_allocations_) cudaFreeHost(p);
+    host_allocations_.clear();
     if (host_stall_) cudaFreeHost(host_stall_);
     host_stall_ = nullptr;
   }
@@ -323,6 +356,7 @@ class world {
   transport::nvlink_device_handle base_{};
   std::vector<std::pair<int, transport::fifo_view*>> fifo_tables_;  // (device, table on it)
   std::vector<std::pair<int, void*>> allocations_;
+  std::vector<void*> host_allocations_;  // placement::host connections: pinned, mapped
   std::vector<std::unique_ptr<launch_group>> groups_;  // one per GPU in use
   void* host_stall_ = nullptr;
   std::atomic<bool> failed_{false};

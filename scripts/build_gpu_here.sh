@@ -3,7 +3,7 @@
 # .deps/bin, so that a device session spends its time running, not compiling: pass
 # `carry: [".deps/bin"]` to the device tool and run bench/run_device.sh there.
 # doctest is taken from .deps/doctest (copy /usr/include/doctest there: the device has none).
-#   scripts/build_gpu_here.sh test_gpu_collectives test_gpu_api bench example
+#   scripts/build_gpu_here.sh test_gpu_collectives test_gpu_api bench example test_gpu_mp bench_mp
 set -e
 cd "$(dirname "$0")/.."
 [ -d .deps/doctest ] || { mkdir -p .deps && cp -r /usr/include/doctest .deps/; }
@@ -13,6 +13,8 @@ mkdir -p .deps/bin .deps/obj
 for t in "$@"; do
   case $t in
     bench) nvcc $F -Ibench bench/collcomm_bench.cu -o .deps/bin/collcomm_bench ;;
+    test_gpu_mp) nvcc $F tests/gpu/mp/test_gpu_mp.cu -o .deps/bin/test_gpu_mp ;;
+    bench_mp) nvcc $F -Ibench bench/collcomm_bench_mp.cu -o .deps/bin/collcomm_bench_mp ;;
     example) nvcc $F examples/02_all_reduce_gpu.cu -o .deps/bin/example_02 ;;
     *) nvcc $F -c tests/gpu/$t.cu -o .deps/obj/$t.o && nvcc -arch=sm_90 .deps/obj/$t.o .deps/obj/gpu_main.o -o .deps/bin/$t ;;
   esac

@@ -25,8 +25,19 @@
 // To capture such calls into a CUDA graph, put every rank's stream of a GPU into one capture (fork
 // them from one capturing stream); tests/gpu/gpu_harness.cuh shows how. launch_mode::per_rank
 // launches each rank alone, for a world with one rank per GPU.
+//
+// Worlds of processes (one rank per process: torchrun, mpirun, a fork loop). world::join(boot,
+// device, options), or communicator<transport::nvlink>(boot, device, options), is collective over
+// a bootstrap's ranks and gives a world in which this process drives rank boot.rank() only; the
+// memory is shared through legacy CUDA IPC, transport/nvlink_process.hpp says how and why. It is
+// the same world type, so launch(), check_stall() and the collectives serve both kinds; what
+// differs sits in world::process_view. Several processes on ONE GPU need MPS
+// (nvidia-cuda-mps-control -d) to be fast: without it their kernels time-slice (~2 ms slices on
+// an H200, bench/probes/ipc_pingpong.cu: 4.5 ms per round trip), so every call is correct but
+// each wait may take a slice — set a longer timeout there.
 #pragma once
 
+#include <collcomm/bootstrap/bootstrap.hpp>
 #include <collcomm/communicator.hpp>
 #include <collcomm/error.hpp>
 #include <collcomm/kernels/collective_kernel.cuh>
@@ -43,6 +54,7 @@
 #include <mutex>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -103,20 +115,17 @@ struct options {
   launch_mode launch = launch_mode::grouped;
   bool cooperative = true;  // grouped launches are cooperative (all blocks resident, or an error); env COLLCOMM_GPU_COOPERATIVE=0 turns it off
   placement connections = placement::device;  // placement::host: staged through pinned host memory (transport/pcie.hpp)
+  // Worlds of processes only (world::join): bytes of each rank's staging window for direct
+  // algorithms (one_shot, two_shot, direct), twice over (input and output), in its GPU memory.
+  // A direct call whose input or output is larger is refused; 0 refuses every direct call.
+  std::size_t window_bytes = std::size_t{32} << 20;
 };
 
 class world {
  public:
   // devices[r] is rank r's GPU; empty: every rank on the current device.
   world(int nranks, std::vector<int> devices = {}, options opts = {}) : nranks_(nranks), opts_(opts) {
-    if (nranks < 1) detail::fail(errc::invalid_argument, "gpu::world", no_rank, "argument 'nranks' is " + std::to_string(nranks) + "; it must be at least 1");
-    if (opts.channels < 0) detail::fail(errc::invalid_argument, "gpu::world", no_rank, "option 'channels' must be at least 1 (or 0: automatic)");
-    // A block waits for its message and its free send slot together: 2 slots keep a ring moving.
-    if (opts.slots < 2 || (opts.slots & (opts.slots - 1)) != 0)
-      detail::fail(errc::invalid_argument, "gpu::world", no_rank, "option 'slots' = " + std::to_string(opts.slots) + " must be a power of two, at least 2");
-    if (const char* coop = std::getenv("COLLCOMM_GPU_COOPERATIVE")) opts_.cooperative = std::atoi(coop) != 0;
-    if (opts.slot_bytes < 16 || opts.slot_bytes % 16 != 0)
-      detail::fail(errc::invalid_argument, "gpu::world", no_rank, "option 'slot_bytes' must be a positive multiple of 16");
+    check_options(nranks, opts_, "gpu::world", no_rank);
     if (devices.empty()) {
       int d = 0;
       detail::cuda_check(cudaGetDevice(&d), "gpu::world");
@@ -157,7 +166,53 @@ class world {
   }
   ~world() { release(); }
   world(const world&) = delete;
+
+  // Throws errc::invalid_argument naming the first bad option (applies COLLCOMM_GPU_COOPERATIVE).
+  static void check_options(int nranks, options& opts, const char* where, int rank) {
+    if (nranks < 1) detail::fail(errc::invalid_argument, where, rank, "argument 'nranks' is " + std::to_string(nranks) + "; it must be at least 1");
+    if (opts.channels < 0) detail::fail(errc::invalid_argument, where, rank, "option 'channels' must be at least 1 (or 0: automatic)");
+    // A block waits for its message and its free send slot together: 2 slots keep a ring moving.
+    if (opts.slots < 2 || (opts.slots & (opts.slots - 1)) != 0)
+      detail::fail(errc::invalid_argument, where, rank, "option 'slots' = " + std::to_string(opts.slots) + " must be a power of two, at least 2");
+    if (const char* coop = std::getenv("COLLCOMM_GPU_COOPERATIVE")) opts.cooperative = std::atoi(coop) != 0;
+    if (opts.slot_bytes < 16 || opts.slot_bytes % 16 != 0)
+      detail::fail(errc::invalid_argument, where, rank, "option 'slot_bytes' must be a positive multiple of 16");
+    if (opts.window_bytes % 256 != 0)
+      detail::fail(errc::invalid_argument, where, rank, "option 'window_bytes' = " + std::to_string(opts.window_bytes) + " must be a multiple of 256");
+  }
   world& operator=(const world&) = delete;
+
+  // A world of boot.size() processes on one host, of which this process drives rank boot.rank()
+  // on its `device` (transport/nvlink_process.hpp). Collective over the bootstrap's ranks; every
+  // rank passes the same options (timeout aside), else errc::invalid_argument on every rank.
+  template <bootstrap::bootstrap_like B>
+  static std::shared_ptr<world> join(B& boot, int device, options opts = {});
+
+  // What a world of processes adds; set by join() alone.
+  struct process_view {
+    int rank = -1;                              // the one rank this process drives
+    int ranks_on_gpu = 1;                       // ranks of the world on this rank's GPU, all processes
+    std::uint32_t* abort_word = nullptr;        // host view of the world-wide abort word: 1 a wait timed out, 2 abort()
+    const char* abort_text = nullptr;           // who called abort() and why, written before the word
+    std::byte* window = nullptr;                // this rank's staging window: input at 0, output at window_bytes
+    std::size_t window_bytes = 0;
+    std::function<std::vector<int>()> dead_ranks;              // ranks whose process ended
+    std::function<void(int, const std::string&)> abort;        // raises the abort word with a reason
+    std::shared_ptr<void> resources;  // the IPC mappings, the control page, this rank's device memory
+  };
+  bool is_process() const noexcept { return proc_.rank >= 0; }
+  const process_view& process() const noexcept { return proc_; }
+
+  // Ends the world for every rank: in a world of processes, raises the shared abort word, so
+  // every running kernel of every rank returns and every later call throws errc::aborted; in a
+  // world of threads, later calls throw (running kernels end by their timeout). Never blocks.
+  void abort(int rank, const std::string& why) noexcept {
+    if (is_process() && proc_.abort) proc_.abort(rank, why);
+    try {
+      mark_failed("rank " + std::to_string(rank) + " aborted the communicator" + (why.empty() ? "" : ": " + why));
+    } catch (...) {
+    }
+  }
 
   int nranks() const noexcept { return nranks_; }
   int device_of(int rank) const { return devices_[static_cast<std::size_t>(rank)]; }
@@ -184,6 +239,12 @@ class world {
     failed_.store(true);
   }
   void check_usable(const char* what, int rank) const {
+    if (is_process()) {
+      const std::uint32_t word = std::atomic_ref<std::uint32_t>(*proc_.abort_word).load(std::memory_order_acquire);
+      if (word == 2) detail::fail(errc::aborted, what, rank, std::string("the communicator was aborted: ") + proc_.abort_text);
+      if (word != 0 && !failed_.load())
+        detail::fail(errc::aborted, what, rank, "the communicator failed earlier: a wait of some rank timed out (communicator::check() on each rank says which)");
+    }
     if (!failed_.load()) return;
     std::lock_guard<std::mutex> lock(failed_mutex_);
     detail::fail(errc::aborted, what, rank, "the GPU world failed earlier and cannot be used: " + failed_why_);
@@ -192,7 +253,7 @@ class world {
   // The stall a rank's kernel recorded (stalled == 0: none; 2: being written). Call after the
   // stream synchronized.
   transport::stall_record stall_of(int rank) const {
-    const auto* rec = static_cast<const transport::stall_record*>(host_stall_) + rank;
+    const auto* rec = static_cast<const transport::stall_record*>(stall_view_) + rank;
     std::atomic_thread_fence(std::memory_order_acquire);
     transport::stall_record s;
     std::memcpy(&s, rec, sizeof s);
@@ -227,6 +288,9 @@ class world {
   }
 
  private:
+  struct process_tag {};
+  world(process_tag, int nranks, options opts) : nranks_(nranks), opts_(opts) {}  // join() fills in the rest
+
   void* alloc(int device, std::size_t bytes) {
     detail::device_guard g(device);
     void* p = nullptr;
@@ -310,6 +374,7 @@ class world {
     detail::cuda_check(cudaHostAlloc(&stall, sizeof(transport::stall_record) * n, cudaHostAllocMapped | cudaHostAllocPortable), "gpu::world: cudaHostAlloc");
     std::memset(stall, 0, sizeof(transport::stall_record) * n);
     host_stall_ = stall;
+    stall_view_ = stall;
     void* dstall = nullptr;
     detail::cuda_check(cudaHostGetDevicePointer(&dstall, stall, 0), "cudaHostGetDevicePointer");
     base_.stall = static_cast<transport::stall_record*>(dstall);
@@ -350,6 +415,7 @@ class world {
     host_stall_ = nullptr;
   }
 
+  process_view proc_;  // first: its resources go after release() ran
   int nranks_;
   options opts_;
   std::vector<int> devices_;
@@ -358,7 +424,8 @@ class world {
   std::vector<std::pair<int, void*>> allocations_;
   std::vector<void*> host_allocations_;  // placement::host connections: pinned, mapped
   std::vector<std::unique_ptr<launch_group>> groups_;  // one per GPU in use
-  void* host_stall_ = nullptr;
+  void* host_stall_ = nullptr;           // worlds of threads: pinned, mapped; ours to free
+  const void* stall_view_ = nullptr;     // the records' host view (in a world of processes, the control page)
   std::atomic<bool> failed_{false};
   mutable std::mutex failed_mutex_;
   std::string failed_why_;
@@ -430,10 +497,12 @@ void launch(world& w, int rank, coll_args a, const T* in, T* out, Op op, cudaStr
     checked_device = device;
     checked_kernel = reinterpret_cast<const void*>(kernel);
   }
-  const long need = static_cast<long>(nlocal) * channels;
+  // In a world of processes its other ranks on this GPU launch from their own processes (MPS).
+  const int sharing = w.is_process() ? w.process().ranks_on_gpu : nlocal;
+  const long need = static_cast<long>(sharing) * channels;
   if (need > static_cast<long>(blocks_per_sm) * sms)
     detail::fail(errc::invalid_usage, K::name, rank,
-                 std::to_string(nlocal) + " ranks x " + std::to_string(channels) + " channels need " + std::to_string(need) +
+                 std::to_string(sharing) + " ranks x " + std::to_string(channels) + " channels need " + std::to_string(need) +
                      " co-resident blocks on GPU " + std::to_string(device) + ", which holds " + std::to_string(blocks_per_sm * sms) +
                      " of this kernel; use fewer channels (gpu::options::channels) or fewer ranks per GPU");
 
@@ -518,12 +587,25 @@ void launch(world& w, int rank, coll_args a, const T* in, T* out, Op op, cudaStr
 // which peer, on which channel and message. Call after the rank's stream synchronized.
 inline void check_stall(world& w, int rank) {
   transport::stall_record s{};
-  for (int r = 0; r < w.nranks() && !s.stalled; ++r) {
-    s = w.stall_of((rank + r) % w.nranks());  // this rank's own record first
-    if (s.stalled == 2) {                      // being written: it is a few stores from done
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      s = w.stall_of((rank + r) % w.nranks());
+  auto scan = [&] {
+    for (int r = 0; r < w.nranks() && !s.stalled; ++r) {
+      s = w.stall_of((rank + r) % w.nranks());  // this rank's own record first
+      if (s.stalled == 2) {                      // being written: it is a few stores from done
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        s = w.stall_of((rank + r) % w.nranks());
+      }
     }
+  };
+  scan();
+  if (!s.stalled && w.is_process()) {
+    // A world of processes: abort() ends kernels without a stall record; a timed-out wait raises
+    // the abort word just before it claims its record, so give that record a moment to appear.
+    if (std::atomic_ref<std::uint32_t>(*w.process().abort_word).load() == 2) w.check_usable("gpu collective", rank);  // errc::aborted
+    for (int i = 0; i < 100 && !s.stalled && std::atomic_ref<std::uint32_t>(*w.process().abort_word).load() != 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      scan();
+    }
+    if (!s.stalled) w.check_usable("gpu collective", rank);
   }
   if (!s.stalled) return;
   const char* what = s.what == transport::stall_recv ? "a message from"
@@ -534,21 +616,37 @@ inline void check_stall(world& w, int rank) {
   if (s.peer != no_peer) msg += " rank " + std::to_string(s.peer);
   msg += " (channel " + std::to_string(s.channel) + ", step " + std::to_string(s.step) + ")";
   if (s.rank != rank) msg += "; this rank's call was abandoned with it";
+  if (w.is_process() && w.process().dead_ranks) {
+    // A peer's process that ended (killed, crashed) is the likely cause: name it.
+    const std::vector<int> dead = w.process().dead_ranks();
+    if (!dead.empty()) msg += "; the process of rank(s) " + launch_detail::rank_list(dead) + " is gone (killed or exited)";
+  }
   w.mark_failed(msg);
   detail::fail(s.what == transport::stall_size ? errc::invalid_argument : errc::timeout, "gpu collective", rank, msg);
 }
 
 }  // namespace gpu
 
-// The GPU executor's communicator: rank `rank` of a gpu::world of ranks in this process. Calls
-// are asynchronous on the stream passed as the collective's last argument; after synchronizing
-// that stream, check() reports a stalled peer (a rank that never joined) as an error.
+// The GPU executor's communicator: rank `rank` of a gpu::world of ranks in this process, or this
+// process's rank of a world of processes (made from a bootstrap). Calls are asynchronous on the
+// stream passed as the collective's last argument; after synchronizing that stream, check()
+// reports a stalled peer (a rank that never joined, a process that died) as an error.
 template <>
 class communicator<transport::nvlink> {
  public:
   using transport_type = transport::nvlink;
 
+  // This process's rank boot.rank() of a new world of boot.size() processes, on GPU `device`
+  // (gpu::world::join: collective over the bootstrap's ranks; the bootstrap is not used
+  // afterwards). The communicator owns the world; its last copy frees every IPC mapping, the
+  // control page and the device memory.
+  template <bootstrap::bootstrap_like B>
+  communicator(B& boot, int device, gpu::options opts = {}) : owner_(gpu::world::join(boot, device, opts)), w_(owner_.get()), rank_(boot.rank()) {}
+
   communicator(gpu::world& w, int rank) : w_(&w), rank_(rank) {
+    if (w.is_process() && rank != w.process().rank)
+      detail::fail(errc::invalid_argument, "communicator", rank,
+                   "argument 'rank' = " + std::to_string(rank) + " is not the rank this process drives (" + std::to_string(w.process().rank) + ")");
     if (rank < 0 || rank >= w.nranks())
       detail::fail(errc::invalid_argument, "communicator", rank,
                    "argument 'rank' = " + std::to_string(rank) + " is out of range [0, " + std::to_string(w.nranks()) + ")");
@@ -560,15 +658,52 @@ class communicator<transport::nvlink> {
   // Throws the stall this rank's kernels recorded, if any (call after the stream synchronized).
   void check() const { gpu::check_stall(*w_, rank_); }
 
+  // Ends the communicator for every rank (gpu::world::abort): running kernels of a world of
+  // processes return, later calls throw errc::aborted. Never blocks.
+  void abort(const std::string& reason = {}) const noexcept { w_->abort(rank_, reason); }
+
   template <class K, class Algo, class T, class Op>
-  void run(coll_args a, const T* in, index_t, T* out, index_t, const Op& op, cudaStream_t stream) const {
+  void run(coll_args a, const T* in, index_t in_elems, T* out, index_t out_elems, const Op& op, cudaStream_t stream) const {
     a.rank = rank_;
     a.nranks = w_->nranks();
+    if constexpr (Algo::needs_direct) {
+      if (w_->is_process()) {
+        run_staged<K, Algo>(a, in, in_elems, out, out_elems, op, stream);
+        return;
+      }
+    }
     gpu::launch<K, Algo>(*w_, rank_, a, in, out, op, stream);
   }
 
  private:
+  // A direct algorithm across processes: peers cannot read this process's buffers, so the call
+  // goes through this rank's IPC-shared window (as host::detail::staged_call does through the
+  // host segment): input copied in on the stream, the schedule run out of place on the windows
+  // (peers read them there; an in-place call gives the same result out of place), output copied
+  // back. The schedule's last barrier keeps peers off a window that the next call overwrites.
+  template <class K, class Algo, class T, class Op>
+  void run_staged(const coll_args& a, const T* in, index_t in_elems, T* out, index_t out_elems, const Op& op, cudaStream_t stream) const {
+    w_->check_usable(K::name, rank_);
+    const gpu::world::process_view& p = w_->process();
+    const std::size_t in_bytes = in_elems * sizeof(T), out_bytes = out_elems * sizeof(T);
+    if (p.window_bytes == 0 || in_bytes > p.window_bytes || out_bytes > p.window_bytes)
+      detail::fail(errc::invalid_argument, K::name, rank_,
+                   std::string("algorithm ") + Algo::name + " reads peers' buffers, which across processes go through each rank's window: " +
+                       "argument 'count' = " + std::to_string(a.count) + " makes " + std::to_string(std::max(in_bytes, out_bytes)) +
+                       " bytes, more than option 'window_bytes' = " + std::to_string(p.window_bytes) +
+                       "; raise it, or use ring or tree across processes");
+    T* win_in = reinterpret_cast<T*>(p.window);
+    T* win_out = reinterpret_cast<T*>(p.window + p.window_bytes);
+    detail::device_guard guard(w_->device_of(rank_));
+    if (in_bytes) detail::cuda_check(cudaMemcpyAsync(win_in, in, in_bytes, cudaMemcpyDefault, stream), "cudaMemcpyAsync (staging in)", rank_);
+    gpu::launch<K, Algo>(*w_, rank_, a, in_bytes ? win_in : nullptr, out_bytes ? win_out : nullptr, op, stream);
+    if (out_bytes) detail::cuda_check(cudaMemcpyAsync(out, win_out, out_bytes, cudaMemcpyDefault, stream), "cudaMemcpyAsync (staging out)", rank_);
+  }
+
+  std::shared_ptr<gpu::world> owner_;  // a world of processes; a world of threads is the caller's
   gpu::world* w_;
   int rank_;
 };
 COLLCOMM_NAMESPACE_END
+
+#include <collcomm/transport/nvlink_process.hpp>  // world::join

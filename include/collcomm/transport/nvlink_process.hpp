@@ -1,0 +1,396 @@
+// collcomm/transport/nvlink_process.hpp — gpu::world::join: a world of processes over CUDA IPC.
+//
+//   // every process (torchrun, mpirun, a spawn loop ...), one rank each:
+//   auto boot = collcomm::bootstrap::from_env();
+//   collcomm::communicator<collcomm::transport::nvlink> comm(boot, local_rank % ngpus, opts);
+//   collcomm::all_reduce(comm, send, recv, count, collcomm::op::sum{}, stream);
+//   cudaStreamSynchronize(stream); comm.check();
+//
+// Why legacy CUDA IPC (cudaIpcGetMemHandle / cudaIpcOpenMemHandle with
+// cudaIpcMemLazyEnablePeerAccess) and not cuMem/VMM handles: a legacy handle is 64 plain bytes
+// that any bootstrap carries (tcp, env, mpi: an all-gather of bytes). A VMM POSIX handle is a
+// file descriptor, which crosses processes only over a unix socket (SCM_RIGHTS), a second
+// channel that MPI and torchrun do not give us. Legacy IPC cannot open a handle in the process
+// that made it, so ranks of one process (same pid and host id, e.g. threads over
+// bootstrap::local) use each other's raw pointers instead.
+//
+// What lives where (n ranks, nc channels):
+//   each rank's GPU memory, one cudaMalloc, exported:  its receiving connections (nc x n FIFOs),
+//       a barrier line per channel (rank 0's are the world's), its staging window (2 x
+//       options::window_bytes: direct algorithms' input and output, see communicator::run_staged)
+//   each process's own GPU memory: the FIFO table in its address space, its message counts
+//       (steps), the direct primitives' buffer table (pre-filled with every rank's window)
+//   a control page of POSIX shared memory, registered with cudaHostRegister(mapped) in every
+//       process: the abort word (kernels poll it; host abort() writes it), who aborted and why,
+//       the stall records (a kernel's timed-out wait writes its rank's; every rank reads all of
+//       them with plain loads after its stream synchronized), and a departure flag per rank.
+//       Made as host/segment.hpp's segments are: rank 0 creates it, every rank maps it, the name
+//       is unlinked at once, so nothing stays in /dev/shm, even after SIGKILL. Each rank holds
+//       its liveness lock on it: a stall names the ranks whose process is gone.
+// Counters are used with system scope (the ranks are separate processes).
+//
+// Set-up is three bootstrap exchanges: hello (pid, host, GPU uuid and SM count, options), the
+// IPC handles (with each rank's status), and a last status after every rank mapped everything.
+// A failure on any rank is an error on every rank naming it; every wait is the bootstrap's.
+// Destruction: close the peers' mappings, say "departed", wait (bounded by the timeout; a rank
+// whose process is gone counts as departed) until every rank did, then free this rank's memory.
+// So a rank never frees memory that a peer still maps.
+//
+// Several processes on ONE GPU: automatic channels are the SMs shared out among them, so their
+// kernels can be resident together — which needs MPS: without it the processes' contexts
+// time-slice and each wait may take a slice (~2 ms); correct, thousands of times slower.
+#pragma once
+
+#include <collcomm/host/process_world.hpp>
+#include <collcomm/host/segment.hpp>
+#include <collcomm/transport/nvlink.hpp>
+
+#include <cuda_runtime.h>
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+COLLCOMM_NAMESPACE_BEGIN
+namespace gpu {
+namespace ipc_detail {
+
+inline std::size_t align_up(std::size_t x, std::size_t a) { return (x + a - 1) / a * a; }
+
+// The control page: (byte offset) what.
+struct page_layout {
+  static constexpr std::size_t abort_word = 0;     // uint32: 0, 1 (a wait timed out), 2 (abort())
+  static constexpr std::size_t abort_claim = 4;    // uint32: the first abort() takes it
+  static constexpr std::size_t abort_text = 8;     // up to 500 bytes, NUL-terminated
+  static constexpr std::size_t text_bytes = 500;
+  static constexpr std::size_t departed = 512;     // (rank) uint32
+  std::size_t stall, bytes;
+  explicit page_layout(int n) {
+    stall = align_up(departed + 4 * static_cast<std::size_t>(n), 64);
+    bytes = align_up(stall + sizeof(transport::stall_record) * static_cast<std::size_t>(n), 4096);
+  }
+};
+
+// This machine: its host name and boot id, hashed (pids are only comparable on one host).
+inline std::uint64_t host_id() {
+  std::string s(256, '\0');
+  if (::gethostname(s.data(), s.size()) != 0) s = "?";
+  s.resize(std::strlen(s.c_str()));
+  std::ifstream boot_id("/proc/sys/kernel/random/boot_id");
+  std::string b;
+  std::getline(boot_id, b);
+  s += "/" + b;
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+struct hello_record {
+  std::uint64_t token;  // rank 0's names the control page
+  std::int64_t pid;
+  std::uint64_t host;
+  unsigned char uuid[16];  // the GPU (device numbers differ across processes)
+  std::int32_t sms, channels, slots, reserved;
+  std::uint64_t slot_bytes, window_bytes;
+};
+
+struct memory_record {
+  cudaIpcMemHandle_t handle;
+  std::uint64_t base;   // the raw pointer, for ranks of the same process
+  std::uint64_t bytes;
+  char status[384];     // "" or why this rank failed
+};
+
+template <class Rec, class B>
+std::vector<Rec> all_gather_records(B& boot, const Rec& mine) {
+  std::vector<Rec> all(static_cast<std::size_t>(boot.size()));
+  boot.all_gather(std::span<const std::byte>(reinterpret_cast<const std::byte*>(&mine), sizeof mine),
+                  std::span<std::byte>(reinterpret_cast<std::byte*>(all.data()), sizeof(Rec) * all.size()));
+  return all;
+}
+
+// Throws errc::system on this rank when any rank's status is an error, naming those ranks.
+inline void check_joined(const std::vector<std::string>& errs, const char* where, int rank) {
+  std::string ranks, first;
+  for (std::size_t r = 0; r < errs.size(); ++r)
+    if (!errs[r].empty()) {
+      ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+      if (first.empty()) first = errs[r];
+    }
+  if (!ranks.empty()) collcomm::detail::fail(errc::system, where, rank, "rank(s) " + ranks + " could not join the GPU world: " + first);
+}
+
+// What a world of processes owns beyond gpu::world's own tables (see the file comment).
+class process_resources {
+ public:
+  process_resources(int rank, int nranks, int device, std::chrono::milliseconds timeout)
+      : rank_(rank), n_(nranks), device_(device), timeout_(timeout), layout_(nranks) {}
+  ~process_resources() { release(); }
+  process_resources(const process_resources&) = delete;
+  process_resources& operator=(const process_resources&) = delete;
+
+  const page_layout& layout() const noexcept { return layout_; }
+  std::byte* page() const noexcept { return page_.base(); }
+  std::uint32_t* word(std::size_t offset) const noexcept { return reinterpret_cast<std::uint32_t*>(page_.base() + offset); }
+
+  host::detail::shm_segment page_;
+  bool registered_ = false;
+  bool joined_ = false;       // every rank mapped everything: destruction waits for the others
+  void* mine_ = nullptr;      // this rank's exported allocation
+  std::vector<void*> opened_;  // (rank) a peer's allocation opened here, or null
+
+  std::vector<int> dead_ranks() const {
+    std::vector<int> dead;
+    if (!page_) return dead;
+    for (int q = 0; q < n_; ++q)
+      if (q != rank_ && !page_.rank_lock_held(q)) dead.push_back(q);
+    return dead;
+  }
+
+  void abort(int rank, const std::string& why) noexcept {
+    if (!page_) return;
+    std::uint32_t expected = 0;
+    if (!std::atomic_ref<std::uint32_t>(*word(page_layout::abort_claim)).compare_exchange_strong(expected, 1)) return;
+    const std::string text = "rank " + std::to_string(rank) + " called abort()" + (why.empty() ? "" : ": " + why);
+    const std::size_t k = std::min(text.size(), page_layout::text_bytes - 1);
+    char* t = reinterpret_cast<char*>(page_.base() + page_layout::abort_text);
+    std::memcpy(t, text.data(), k);
+    t[k] = '\0';
+    std::atomic_ref<std::uint32_t>(*word(page_layout::abort_word)).store(2, std::memory_order_release);
+  }
+
+ private:
+  void release() noexcept {
+    int saved = -1;
+    cudaGetDevice(&saved);
+    cudaSetDevice(device_);
+    for (void* p : opened_)
+      if (p) cudaIpcCloseMemHandle(p);
+    opened_.clear();
+    if (page_ && joined_) {
+      std::atomic_ref<std::uint32_t>(*word(page_layout::departed + 4 * static_cast<std::size_t>(rank_))).store(1, std::memory_order_release);
+      const auto deadline = std::chrono::steady_clock::now() + timeout_;
+      for (int q = 0; q < n_; ++q) {
+        auto& flag = *word(page_layout::departed + 4 * static_cast<std::size_t>(q));
+        while (std::atomic_ref<std::uint32_t>(flag).load(std::memory_order_acquire) == 0 && page_.rank_lock_held(q) &&
+               std::chrono::steady_clock::now() < deadline)
+          std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+    }
+    if (registered_) cudaHostUnregister(page_.base());
+    registered_ = false;
+    page_ = host::detail::shm_segment{};  // unmaps, closes, drops the liveness lock
+    if (mine_) cudaFree(mine_);
+    mine_ = nullptr;
+    if (saved >= 0) cudaSetDevice(saved);
+  }
+
+  int rank_, n_, device_;
+  std::chrono::milliseconds timeout_;
+  page_layout layout_;
+};
+
+}  // namespace ipc_detail
+
+template <bootstrap::bootstrap_like B>
+std::shared_ptr<world> world::join(B& boot, int device, options opts) {
+  namespace hd = host::detail;
+  const int n = boot.size(), me = boot.rank();
+  const char* where = "gpu::world::join";
+  check_options(n, opts, where, me);
+  int ndev = 0;
+  detail::cuda_check(cudaGetDeviceCount(&ndev), "cudaGetDeviceCount", me);
+  if (device < 0 || device >= ndev)
+    detail::fail(errc::invalid_argument, where, me, "argument 'device' = " + std::to_string(device) + " does not exist (" + std::to_string(ndev) + " visible)");
+  detail::device_guard guard(device);
+  cudaDeviceProp prop{};
+  detail::cuda_check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties", me);
+
+  // 1. hello: who is where, and the options.
+  ipc_detail::hello_record hello{};
+  hello.token = me == 0 ? hd::random_token() : 0;
+  hello.pid = static_cast<std::int64_t>(::getpid());
+  hello.host = ipc_detail::host_id();
+  std::memcpy(hello.uuid, &prop.uuid, sizeof hello.uuid);
+  hello.sms = prop.multiProcessorCount;
+  hello.channels = opts.channels;
+  hello.slots = opts.slots;
+  hello.slot_bytes = opts.slot_bytes;
+  hello.window_bytes = opts.window_bytes;
+  const auto hellos = ipc_detail::all_gather_records(boot, hello);
+  for (int q = 1; q < n; ++q) {
+    const auto &h = hellos[static_cast<std::size_t>(q)], &h0 = hellos[0];
+    auto differs = [&](const char* name, auto mine, auto root) {
+      if (mine != root)
+        detail::fail(errc::invalid_argument, where, me,
+                     "rank " + std::to_string(q) + " passes option '" + name + "' = " + std::to_string(mine) + ", rank 0 passes " +
+                         std::to_string(root) + ": every rank must pass the same options");
+    };
+    differs("channels", h.channels, h0.channels);
+    differs("slots", h.slots, h0.slots);
+    differs("slot_bytes", h.slot_bytes, h0.slot_bytes);
+    differs("window_bytes", h.window_bytes, h0.window_bytes);
+  }
+  auto same_gpu = [&](int a, int b) {
+    const auto &x = hellos[static_cast<std::size_t>(a)], &y = hellos[static_cast<std::size_t>(b)];
+    return x.host == y.host && std::memcmp(x.uuid, y.uuid, sizeof x.uuid) == 0;
+  };
+  auto sharing = [&](int q) {
+    int k = 0;
+    for (int p = 0; p < n; ++p) k += same_gpu(p, q);
+    return k;
+  };
+  const int on_gpu = sharing(me);
+  if (on_gpu > kernels::max_launch_ranks)
+    detail::fail(errc::invalid_argument, where, me, std::to_string(on_gpu) + " ranks on this rank's GPU; one GPU takes at most " + std::to_string(kernels::max_launch_ranks));
+  if (opts.channels == 0) {  // every rank computes the same: the SMs of the most shared GPU
+    int most = 32;
+    for (int q = 0; q < n; ++q) most = std::min(most, std::max(1, hellos[static_cast<std::size_t>(q)].sms / sharing(q)));
+    opts.channels = most;
+  }
+  const int nc = opts.channels;
+
+  std::shared_ptr<world> w(new world(process_tag{}, n, opts));
+  w->devices_.assign(static_cast<std::size_t>(n), -1);
+  for (int q = 0; q < n; ++q)
+    if (same_gpu(q, me)) w->devices_[static_cast<std::size_t>(q)] = device;
+  auto res = std::make_shared<ipc_detail::process_resources>(me, n, device, opts.timeout);
+  const ipc_detail::page_layout& page = res->layout();
+
+  // This rank's allocation: connections | barrier lines | window (input, output).
+  const std::size_t per_conn = opts.slot_bytes * opts.slots + sizeof(std::uint64_t) * (opts.slots + 2);
+  const std::size_t conn_bytes = per_conn * static_cast<std::size_t>(nc) * n;
+  const std::size_t barrier_at = ipc_detail::align_up(conn_bytes, 256);
+  const std::size_t window_at = ipc_detail::align_up(barrier_at + 128 * static_cast<std::size_t>(nc), 256);
+  const std::size_t total = window_at + 2 * opts.window_bytes;
+
+  const std::string name = hd::segment_name(hellos[0].token, "g");
+  try {
+    // 2. Every rank exports its memory; rank 0 also makes the control page.
+    std::string err;
+    ipc_detail::memory_record rec{};
+    try {
+      detail::cuda_check(cudaMalloc(&res->mine_, total), "gpu::world::join: cudaMalloc", me);
+      detail::cuda_check(cudaMemset(res->mine_, 0, total), "gpu::world::join: cudaMemset", me);
+      detail::cuda_check(cudaStreamSynchronize(nullptr), "gpu::world::join: cudaStreamSynchronize", me);
+      detail::cuda_check(cudaIpcGetMemHandle(&rec.handle, res->mine_), "cudaIpcGetMemHandle", me);
+      rec.base = reinterpret_cast<std::uintptr_t>(res->mine_);
+      rec.bytes = total;
+      if (me == 0) res->page_ = hd::shm_segment::create(name, page.bytes, page.bytes, me);
+    } catch (const error& e) {
+      err = e.what();
+    }
+    std::memcpy(rec.status, err.data(), std::min(err.size(), sizeof rec.status - 1));
+    const auto recs = ipc_detail::all_gather_records(boot, rec);
+    std::vector<std::string> errs(static_cast<std::size_t>(n));
+    for (int q = 0; q < n; ++q) errs[static_cast<std::size_t>(q)] = std::string(recs[static_cast<std::size_t>(q)].status, strnlen(recs[static_cast<std::size_t>(q)].status, sizeof rec.status));
+    ipc_detail::check_joined(errs, where, me);
+
+    // 3. Every rank maps the page and its peers' memory, and builds its tables.
+    try {
+      if (me != 0) res->page_ = hd::shm_segment::open(name, page.bytes, me);
+      res->page_.lock_rank(me);
+      detail::cuda_check(cudaHostRegister(res->page(), page.bytes, cudaHostRegisterMapped | cudaHostRegisterPortable), "cudaHostRegister (control page)", me);
+      res->registered_ = true;
+      void* dpage = nullptr;
+      detail::cuda_check(cudaHostGetDevicePointer(&dpage, res->page(), 0), "cudaHostGetDevicePointer (control page)", me);
+
+      res->opened_.assign(static_cast<std::size_t>(n), nullptr);
+      std::vector<char*> base(static_cast<std::size_t>(n));  // (rank) its allocation, in this address space
+      for (int q = 0; q < n; ++q) {
+        const auto& r = recs[static_cast<std::size_t>(q)];
+        if (r.bytes != total)
+          detail::fail(errc::internal, where, me, "rank " + std::to_string(q) + " allocated " + std::to_string(r.bytes) + " bytes, this rank " + std::to_string(total));
+        const auto &hq = hellos[static_cast<std::size_t>(q)], &hm = hellos[static_cast<std::size_t>(me)];
+        if (q == me) {
+          base[static_cast<std::size_t>(q)] = static_cast<char*>(res->mine_);
+        } else if (hq.pid == hm.pid && hq.host == hm.host) {  // legacy IPC cannot open our own handles
+          base[static_cast<std::size_t>(q)] = reinterpret_cast<char*>(static_cast<std::uintptr_t>(r.base));
+        } else {
+          void* p = nullptr;
+          detail::cuda_check(cudaIpcOpenMemHandle(&p, r.handle, cudaIpcMemLazyEnablePeerAccess),
+                             ("cudaIpcOpenMemHandle (rank " + std::to_string(q) + "'s memory)").c_str(), me);
+          res->opened_[static_cast<std::size_t>(q)] = p;
+          base[static_cast<std::size_t>(q)] = static_cast<char*>(p);
+        }
+      }
+
+      std::vector<transport::fifo_view> table(static_cast<std::size_t>(nc) * n * n);
+      for (int dst = 0; dst < n; ++dst)
+        for (int c = 0; c < nc; ++c)
+          for (int src = 0; src < n; ++src) {
+            char* b = base[static_cast<std::size_t>(dst)] + per_conn * (static_cast<std::size_t>(c) * n + src);
+            auto* sizes = reinterpret_cast<std::uint64_t*>(b + opts.slot_bytes * opts.slots);
+            table[(static_cast<std::size_t>(c) * n + src) * n + dst] = {b, sizes, sizes + opts.slots, sizes + opts.slots + 1};
+          }
+      auto* t = static_cast<transport::fifo_view*>(w->alloc(device, sizeof(transport::fifo_view) * table.size()));
+      detail::cuda_check(cudaMemcpy(t, table.data(), sizeof(transport::fifo_view) * table.size(), cudaMemcpyHostToDevice), "gpu::world::join: cudaMemcpy", me);
+      w->fifo_tables_.push_back({device, t});
+
+      // Direct primitives read peers' buffers from this table: every rank's window, on every channel.
+      std::vector<transport::buffer_pair> buffers(static_cast<std::size_t>(nc) * n);
+      for (int c = 0; c < nc; ++c)
+        for (int q = 0; q < n; ++q) {
+          char* win = base[static_cast<std::size_t>(q)] + window_at;
+          buffers[static_cast<std::size_t>(c) * n + q] = {win, win + opts.window_bytes};
+        }
+      w->base_.buffers = static_cast<transport::buffer_pair*>(w->alloc(device, sizeof(transport::buffer_pair) * buffers.size()));
+      detail::cuda_check(cudaMemcpy(w->base_.buffers, buffers.data(), sizeof(transport::buffer_pair) * buffers.size(), cudaMemcpyHostToDevice),
+                         "gpu::world::join: cudaMemcpy", me);
+
+      transport::nvlink_device_handle& h = w->base_;
+      h.nranks = n;
+      h.nchannels = nc;
+      h.slots = static_cast<std::uint32_t>(opts.slots);
+      h.slot_bytes = static_cast<std::uint32_t>(opts.slot_bytes);
+      h.timeout_ns = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(opts.timeout).count());
+      h.system_scope = true;  // other processes, even on this GPU
+      h.steps = static_cast<std::uint64_t*>(w->alloc(device, sizeof(std::uint64_t) * n * nc * n * 2));
+      h.barrier = reinterpret_cast<std::uint64_t*>(base[0] + barrier_at);
+      h.barrier_stride = 128 / sizeof(std::uint64_t);
+      h.abort = reinterpret_cast<std::uint32_t*>(static_cast<char*>(dpage) + ipc_detail::page_layout::abort_word);
+      h.stall = reinterpret_cast<transport::stall_record*>(static_cast<char*>(dpage) + page.stall);
+    } catch (const error& e) {
+      err = e.what();
+    }
+    errs = hd::exchange_status(boot, err);  // every rank mapped everything (or said why not)
+    hd::shm_segment::unlink(name);
+    ipc_detail::check_joined(errs, where, me);
+  } catch (...) {
+    hd::shm_segment::unlink(name);
+    throw;
+  }
+  res->joined_ = true;
+
+  auto g = std::make_unique<launch_group>();
+  g->device = device;
+  g->ranks = {me};
+  g->present.assign(1, 0);
+  w->groups_.push_back(std::move(g));
+  w->stall_view_ = res->page() + page.stall;
+
+  ipc_detail::process_resources* r = res.get();  // owned by proc_.resources, which outlives these
+  process_view& v = w->proc_;
+  v.rank = me;
+  v.ranks_on_gpu = on_gpu;
+  v.abort_word = r->word(ipc_detail::page_layout::abort_word);
+  v.abort_text = reinterpret_cast<const char*>(r->page() + ipc_detail::page_layout::abort_text);
+  v.window = reinterpret_cast<std::byte*>(static_cast<char*>(r->mine_) + window_at);
+  v.window_bytes = opts.window_bytes;
+  v.dead_ranks = [r] { return r->dead_ranks(); };
+  v.abort = [r](int rank, const std::string& why) { r->abort(rank, why); };
+  v.resources = std::move(res);
+  return w;
+}
+
+}  // namespace gpu
+COLLCOMM_NAMESPACE_END

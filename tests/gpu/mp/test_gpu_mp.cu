@@ -1,0 +1,612 @@
+// GPU executor across processes (labels gpu;mp and gpu;mp;fault): transport::nvlink over CUDA
+// IPC, N = 2, 3, 4, 8 processes on one GPU.
+//
+// The test re-executes itself (posix_spawn of /proc/self/exe) as each rank, so no child inherits
+// a CUDA-initialised process; ranks bootstrap torchrun-style (MASTER_ADDR, MASTER_PORT, RANK,
+// WORLD_SIZE, COLLCOMM_JOB_TOKEN: bootstrap::from_env) and report through their exit code and a
+// file each. Modes (argv[1]):
+//   (none)    matrix, leak: needs MPS running (else SKIPPED, exit 77): several processes'
+//             kernels on one GPU time-slice without it
+//   --no-mps  a small correctness run without MPS: 2 processes, few small calls, long timeout
+//   --fault   abort, a rank SIGKILLed mid-collective (needs MPS too)
+// Inputs are fresh random each run (the seed is printed), outputs poisoned, every element
+// checked against tests/common/exact_reference.hpp.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <collcomm/bootstrap/env.hpp>
+#include <collcomm/collcomm.hpp>
+#include <collcomm/collectives.hpp>
+#include <collcomm/transport/nvlink.hpp>
+#include <common/exact_reference.hpp>
+
+#include <cuda_runtime.h>
+
+#include <dirent.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdarg>
+#include <cstdio>
+#include <optional>
+#include <random>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+using namespace collcomm;
+using namespace collcomm_test;
+using namespace std::chrono_literals;
+using nvcomm = communicator<transport::nvlink>;
+
+namespace {
+
+// ---------------------------------------------------------------- parent side
+std::string g_exe;
+
+struct job_result {
+  std::vector<int> codes;          // exit code, -signal, or -1000 when killed as hung
+  std::vector<std::string> reports;  // what each rank wrote to its report file
+};
+
+std::set<std::string> collcomm_shm() {
+  std::set<std::string> s;
+  if (DIR* d = ::opendir("/dev/shm")) {
+    while (dirent* e = ::readdir(d))
+      if (std::strncmp(e->d_name, "collcomm-", 9) == 0) s.insert(e->d_name);
+    ::closedir(d);
+  }
+  return s;
+}
+
+// Spawns n ranks running `scenario` (with extra environment), waits up to `limit`.
+job_result run_ranks(int n, const std::string& scenario, std::uint64_t seed, std::chrono::seconds limit,
+                     const std::vector<std::string>& extra_env = {}) {
+  auto id = bootstrap::unique_id::create();
+  bootstrap::release_listener(id);  // rank 0 (a child) binds the port again
+  auto id2 = bootstrap::unique_id::create();  // a second job for survivors of a fault
+  bootstrap::release_listener(id2);
+  char tok[17], tok2[17];
+  std::snprintf(tok, sizeof tok, "%016llx", static_cast<unsigned long long>(id.token()));
+  std::snprintf(tok2, sizeof tok2, "%016llx", static_cast<unsigned long long>(id2.token()));
+  const std::string report_base = "/tmp/collcomm_gpu_mp_" + std::to_string(::getpid()) + "_" + scenario;
+  job_result j;
+  std::vector<pid_t> pids(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    std::vector<std::string> env;
+    for (char** e = environ; *e; ++e) {
+      const std::string v(*e);
+      if (v.rfind("RANK=", 0) == 0 || v.rfind("WORLD_SIZE=", 0) == 0 || v.rfind("MASTER_", 0) == 0 || v.rfind("COLLCOMM_ROOT=", 0) == 0) continue;
+      env.push_back(v);
+    }
+    env.push_back("MASTER_ADDR=127.0.0.1");
+    env.push_back("MASTER_PORT=" + std::to_string(id.port()));
+    env.push_back(std::string("COLLCOMM_JOB_TOKEN=") + tok);
+    env.push_back("RANK=" + std::to_string(r));
+    env.push_back("WORLD_SIZE=" + std::to_string(n));
+    env.push_back("COLLCOMM_TEST_ROOT2=127.0.0.1:" + std::to_string(id2.port()) + "/" + tok2);
+    env.push_back("COLLCOMM_TEST_SEED=" + std::to_string(seed));
+    env.push_back("COLLCOMM_TEST_REPORT=" + report_base + "." + std::to_string(r));
+    for (const auto& e : extra_env) env.push_back(e);
+    std::vector<char*> envp;
+    for (auto& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    std::string a0 = g_exe, a1 = "--child", a2 = scenario;
+    char* argv[] = {a0.data(), a1.data(), a2.data(), nullptr};
+    pid_t p = -1;
+    if (::posix_spawn(&p, "/proc/self/exe", nullptr, nullptr, argv, envp.data()) != 0) throw std::runtime_error("posix_spawn failed");
+    pids[static_cast<std::size_t>(r)] = p;
+  }
+  j.codes.assign(static_cast<std::size_t>(n), 0);
+  std::vector<bool> done(static_cast<std::size_t>(n), false);
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  for (int left = n; left > 0;) {
+    for (int r = 0; r < n; ++r) {
+      int st = 0;
+      if (done[static_cast<std::size_t>(r)] || ::waitpid(pids[static_cast<std::size_t>(r)], &st, WNOHANG) != pids[static_cast<std::size_t>(r)]) continue;
+      done[static_cast<std::size_t>(r)] = true;
+      --left;
+      j.codes[static_cast<std::size_t>(r)] = WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st);
+    }
+    if (left > 0 && std::chrono::steady_clock::now() > deadline) {
+      for (int r = 0; r < n; ++r)
+        if (!done[static_cast<std::size_t>(r)]) {
+          ::kill(pids[static_cast<std::size_t>(r)], SIGKILL);
+          int st = 0;
+          ::waitpid(pids[static_cast<std::size_t>(r)], &st, 0);
+          j.codes[static_cast<std::size_t>(r)] = -1000;
+          std::fprintf(stderr, "%s rank %d: killed after %lld s (hung)\n", scenario.c_str(), r, static_cast<long long>(limit.count()));
+        }
+      break;
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+  for (int r = 0; r < n; ++r) {
+    const std::string path = report_base + "." + std::to_string(r);
+    std::ifstream f(path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    j.reports.push_back(ss.str());
+    ::unlink(path.c_str());
+  }
+  return j;
+}
+
+std::uint64_t fresh(const char* what) {
+  const std::uint64_t s = (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+  std::printf("%s: seed = %llu\n", what, static_cast<unsigned long long>(s));
+  return s;
+}
+
+// ---------------------------------------------------------------- child side
+std::FILE* g_report = nullptr;
+
+void report(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+void report(const char* fmt, ...) {
+  char buf[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  if (g_report) {
+    std::fprintf(g_report, "%s\n", buf);
+    std::fflush(g_report);
+  }
+  std::fprintf(stderr, "[rank %s] %s\n", std::getenv("RANK"), buf);
+}
+
+#define CK(x)                                                                                  \
+  do {                                                                                         \
+    const cudaError_t e_ = (x);                                                                \
+    if (e_ != cudaSuccess) throw std::runtime_error(std::string(#x ": ") + cudaGetErrorString(e_)); \
+  } while (0)
+
+std::uint64_t env_u64(const char* name) { return std::strtoull(std::getenv(name), nullptr, 10); }
+
+template <class K>
+long in_place_offset(index_t count, int rank) {
+  if constexpr (std::is_same_v<K, kind::all_gather>) return static_cast<long>(rank * count);
+  else if constexpr (std::is_same_v<K, kind::reduce_scatter>) return -2;  // output inside the input
+  else return 0;
+}
+
+template <class K, class A, class T, class Op>
+void call(nvcomm& comm, const T* in, T* out, index_t count, int root, Op op, cudaStream_t s) {
+  if constexpr (std::is_same_v<K, kind::all_reduce>) all_reduce<A>(comm, in, out, count, op, s);
+  else if constexpr (std::is_same_v<K, kind::reduce_scatter>) reduce_scatter<A>(comm, in, out, count, op, s);
+  else if constexpr (std::is_same_v<K, kind::all_gather>) all_gather<A>(comm, in, out, count, s);
+  else broadcast<A>(comm, in, out, count, root, s);
+}
+
+// One case on this rank: `queued` calls back to back on the stream (each its own buffers),
+// then every output element checked. Returns "" or the first mismatch. Buffers are allocated and
+// freed only while no peer's kernel runs (bootstrap barriers around the launches).
+template <class K, class A, class T, class Op>
+std::string run_case(nvcomm& comm, bootstrap::tcp& boot, cudaStream_t s, index_t count, bool in_place, int root, int queued, std::uint64_t seed) {
+  const int n = comm.size(), me = comm.rank();
+  coll_args base{};
+  base.nranks = n;
+  base.count = count;
+  base.root = root;
+  const index_t in_n = input_elems<K>(base), out_n = output_elems<K>(base);
+  const Op op{};
+  std::vector<std::vector<std::vector<T>>> x(static_cast<std::size_t>(queued));
+  std::vector<std::vector<std::optional<std::vector<T>>>> expect;
+  for (int q = 0; q < queued; ++q) {
+    std::mt19937_64 g(seed ^ (static_cast<std::uint64_t>(q) * 0x9e3779b97f4a7c15ull));
+    x[q].assign(static_cast<std::size_t>(n), std::vector<T>(in_n));
+    for (int r = 0; r < n; ++r)
+      for (index_t i = 0; i < in_n; ++i) x[q][r][i] = random_value<T, Op>(g, n, r, i);
+    expect.push_back(reference<K>(x[q], case_config{n, count, root, in_place}, op));
+  }
+  const bool rs_ip = in_place && std::is_same_v<K, kind::reduce_scatter>;
+  const long ip = in_place ? in_place_offset<K>(count, me) : -1;
+  const index_t out_alloc = rs_ip ? in_n : out_n;
+  std::vector<T*> ins(queued), outs(queued);
+  for (int q = 0; q < queued; ++q) {
+    CK(cudaMalloc(&outs[q], (out_alloc + 1) * sizeof(T)));
+    CK(cudaMemset(outs[q], 0xA5, (out_alloc + 1) * sizeof(T)));
+    if (in_place) ins[q] = outs[q] + (rs_ip ? 0 : ip);
+    else CK(cudaMalloc(&ins[q], (in_n + 1) * sizeof(T)));
+    CK(cudaMemcpy(ins[q], x[q][me].data(), in_n * sizeof(T), cudaMemcpyHostToDevice));
+  }
+  CK(cudaDeviceSynchronize());
+  boot.barrier();
+  std::string err;
+  try {
+    for (int q = 0; q < queued; ++q) call<K, A>(comm, ins[q], rs_ip ? outs[q] + me * count : outs[q], count, root, op, s);
+  } catch (const std::exception& e) {
+    err = std::string("launch: ") + e.what();
+  }
+  const cudaError_t se = cudaStreamSynchronize(s);
+  if (se != cudaSuccess && err.empty()) err = std::string("CUDA: ") + cudaGetErrorString(se);
+  if (err.empty()) {
+    try {
+      comm.check();
+    } catch (const std::exception& e) {
+      err = e.what();
+    }
+  }
+  boot.barrier();
+  T poison;
+  std::memset(&poison, 0xA5, sizeof(T));
+  std::vector<T> got(out_alloc + 1);
+  for (int q = 0; q < queued && err.empty(); ++q) {
+    CK(cudaMemcpy(got.data(), outs[q], (out_alloc + 1) * sizeof(T), cudaMemcpyDeviceToHost));
+    const index_t off = rs_ip ? me * count : 0;
+    std::ostringstream m;
+    const auto& ex = *expect[q][me];
+    for (index_t i = 0; i < static_cast<index_t>(ex.size()); ++i)
+      if (!same_bits(got[off + i], ex[i])) {
+        m << "call " << q << " element " << i << ": got " << show(got[off + i]) << " expected " << show(ex[i]);
+        break;
+      }
+    if (!same_bits(got[out_alloc], poison)) m << "call " << q << " wrote past the end of its output";
+    err = m.str();
+  }
+  for (int q = 0; q < queued; ++q) {
+    if (!in_place) cudaFree(ins[q]);
+    cudaFree(outs[q]);
+  }
+  return err;
+}
+
+template <class K>
+using kind_op = std::conditional_t<K::reduces, op::sum, op::none>;
+
+// Every (kind, algorithm) of the list that composes; f32 sum (a few int32 max too).
+int scenario_matrix(bootstrap::tcp& boot, int queued, std::vector<index_t> counts, gpu::options o) {
+  const int me = boot.rank(), n = boot.size();
+  nvcomm comm(boot, 0, o);
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  std::uint64_t seed = env_u64("COLLCOMM_TEST_SEED");
+  int failures = 0, cases = 0;
+  auto each = [&]<class K, class A, class T, class Op>(std::type_identity<K>, std::type_identity<A>, std::type_identity<T>, std::type_identity<Op>) {
+    if constexpr (algorithm_for<A, K> && valid_composition<K, A, transport::nvlink, Op, T>) {
+      gpu::preload<K, A, T, Op>();
+      for (index_t count : counts)
+        for (int place = 0; place < (supports_in_place<A> ? 2 : 1); ++place) {
+          const int root = K::rooted ? static_cast<int>(count % n) : 0;
+          seed = host::detail::mix64(seed + 1);
+          const std::string e = run_case<K, A, T, Op>(comm, boot, s, count, place == 1, root, queued, seed);
+          ++cases;
+          if (!e.empty()) {
+            ++failures;
+            report("FAIL %s %s %s n=%d count=%lld in_place=%d root=%d: %s", K::name, A::name, element_name<T>, n,
+                   static_cast<long long>(count), place, root, e.c_str());
+          }
+        }
+    }
+  };
+  using f = std::type_identity<float>;
+  using sum = std::type_identity<op::sum>;
+  using none = std::type_identity<op::none>;
+  each(std::type_identity<kind::all_reduce>{}, std::type_identity<algo::ring>{}, f{}, sum{});
+  each(std::type_identity<kind::all_reduce>{}, std::type_identity<algo::tree>{}, f{}, sum{});
+  each(std::type_identity<kind::all_reduce>{}, std::type_identity<algo::one_shot>{}, f{}, sum{});
+  each(std::type_identity<kind::all_reduce>{}, std::type_identity<algo::two_shot>{}, f{}, sum{});
+  each(std::type_identity<kind::all_reduce>{}, std::type_identity<algo::ring>{}, std::type_identity<std::int32_t>{}, std::type_identity<op::max>{});
+  each(std::type_identity<kind::reduce_scatter>{}, std::type_identity<algo::ring>{}, f{}, sum{});
+  each(std::type_identity<kind::reduce_scatter>{}, std::type_identity<algo::two_shot>{}, f{}, sum{});
+  each(std::type_identity<kind::all_gather>{}, std::type_identity<algo::ring>{}, f{}, none{});
+  each(std::type_identity<kind::all_gather>{}, std::type_identity<algo::direct>{}, f{}, none{});
+  each(std::type_identity<kind::broadcast>{}, std::type_identity<algo::ring>{}, f{}, none{});
+  each(std::type_identity<kind::broadcast>{}, std::type_identity<algo::tree>{}, f{}, none{});
+  report("rank %d of %d: %d cases (%d calls each), %d failed", me, n, cases, queued, failures);
+  cudaStreamDestroy(s);
+  return failures == 0 ? 0 : 1;
+}
+
+// A direct call larger than the window is refused, naming 'count' and the rank.
+int scenario_window(bootstrap::tcp& boot) {
+  gpu::options o;
+  o.window_bytes = 4096;
+  nvcomm comm(boot, 0, o);
+  float* d = nullptr;
+  CK(cudaMalloc(&d, 8192));
+  int code = 1;
+  try {
+    all_reduce<algo::one_shot>(comm, d, d, 2048, op::sum{}, cudaStream_t{});
+    report("a 8 KiB one_shot call through a 4 KiB window was not refused");
+  } catch (const error& e) {
+    const std::string m = e.what();
+    code = e.code() == errc::invalid_argument && m.find("'count'") != std::string::npos && m.find("rank " + std::to_string(boot.rank())) != std::string::npos ? 0 : 1;
+    if (code) report("unexpected message: %s", e.what());
+  }
+  cudaFree(d);
+  return code;
+}
+
+int fd_count() {
+  int k = 0;
+  if (DIR* d = ::opendir("/proc/self/fd")) {
+    while (dirent* e = ::readdir(d)) k += e->d_name[0] != '.';
+    ::closedir(d);
+  }
+  return k;
+}
+
+// Creates and destroys communicators until 1000 or 30 s (rank 0 decides; every rank follows),
+// with a call on every 50th; afterwards no descriptor and no device memory may remain.
+int scenario_leak(bootstrap::tcp& boot) {
+  gpu::options o;
+  o.channels = 2;
+  o.slots = 2;
+  o.slot_bytes = 4096;
+  o.window_bytes = 4096;
+  o.timeout = 20s;
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  float* d = nullptr;
+  CK(cudaMalloc(&d, 4096));
+  CK(cudaMemset(d, 0, 4096));
+  gpu::preload<kind::all_reduce, algo::ring, float, op::sum>();
+  { nvcomm warm(boot, 0, o); }  // first use initialises the driver's IPC state
+  CK(cudaDeviceSynchronize());
+  std::size_t free0 = 0, total = 0, free1 = 0;
+  CK(cudaMemGetInfo(&free0, &total));
+  const int fds0 = fd_count();
+  const auto t0 = std::chrono::steady_clock::now();
+  int made = 0;
+  for (; made < 1000; ++made) {
+    char go = made < 1000 && std::chrono::steady_clock::now() - t0 < 30s ? 1 : 0;
+    std::vector<char> all(static_cast<std::size_t>(boot.size()));
+    boot.all_gather(std::span<const std::byte>(reinterpret_cast<const std::byte*>(&go), 1), std::as_writable_bytes(std::span<char>(all)));
+    if (!all[0]) break;
+    nvcomm comm(boot, 0, o);
+    if (made % 50 == 0) {
+      all_reduce<algo::ring>(comm, d, d, 1000, op::sum{}, s);
+      CK(cudaStreamSynchronize(s));
+      comm.check();
+    }
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CK(cudaDeviceSynchronize());
+  CK(cudaMemGetInfo(&free1, &total));
+  const int fds1 = fd_count();
+  report("rank %d: %d communicators made and destroyed in %.1f s; fds %d -> %d; device free %zu -> %zu bytes", boot.rank(), made, secs, fds0, fds1, free0, free1);
+  cudaFree(d);
+  cudaStreamDestroy(s);
+  return made >= 100 && fds1 == fds0 && free1 == free0 ? 0 : 1;
+}
+
+}  // namespace
+int scenario_fresh_call(bootstrap::tcp& boot, cudaStream_t s, float* d);
+namespace {
+
+// Rank 1 aborts while the others' kernels wait for it: they return errc::aborted, later calls
+// on every rank throw it, and a new communicator over the same bootstrap works.
+int scenario_abort(bootstrap::tcp& boot) {
+  const int me = boot.rank();
+  gpu::options o;
+  o.timeout = 10s;
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  float* d = nullptr;
+  CK(cudaMalloc(&d, 1 << 20));
+  CK(cudaMemset(d, 0, 1 << 20));
+  gpu::preload<kind::all_reduce, algo::ring, float, op::sum>();
+  int code = 0;
+  {
+    nvcomm comm(boot, 0, o);
+    boot.barrier();
+    const auto t0 = std::chrono::steady_clock::now();
+    if (me == 1) {
+      std::this_thread::sleep_for(500ms);
+      comm.abort("the test says so");
+    } else {
+      all_reduce<algo::ring>(comm, d, d, 1 << 18, op::sum{}, s);
+      CK(cudaStreamSynchronize(s));
+      try {
+        comm.check();
+        report("rank %d: check() after the abort did not throw", me);
+        code = 1;
+      } catch (const error& e) {
+        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        report("rank %d: after %.0f ms: %s", me, ms, e.what());
+        if (e.code() != errc::aborted || ms > 5000) code = 1;
+      }
+    }
+    try {
+      all_reduce<algo::ring>(comm, d, d, 1000, op::sum{}, s);
+      report("rank %d: a call after abort did not throw", me);
+      code = 1;
+    } catch (const error& e) {
+      if (e.code() != errc::aborted) { report("rank %d: a call after abort: %s", me, e.what()); code = 1; }
+    }
+    CK(cudaStreamSynchronize(s));
+  }
+  code |= scenario_fresh_call(boot, s, d);
+  cudaFree(d);
+  cudaStreamDestroy(s);
+  return code;
+}
+
+}  // namespace
+
+// A new communicator after a fault: one all_reduce checked (the process stayed usable).
+int scenario_fresh_call(bootstrap::tcp& boot, cudaStream_t s, float* d) {
+  nvcomm comm(boot, 0, gpu::options{});
+  std::vector<float> h(1000);
+  for (int i = 0; i < 1000; ++i) h[i] = static_cast<float>(boot.rank() + i);
+  CK(cudaMemcpy(d, h.data(), sizeof(float) * 1000, cudaMemcpyHostToDevice));
+  boot.barrier();
+  all_reduce<algo::ring>(comm, d, d, 1000, op::sum{}, s);
+  CK(cudaStreamSynchronize(s));
+  comm.check();
+  CK(cudaMemcpy(h.data(), d, sizeof(float) * 1000, cudaMemcpyDeviceToHost));
+  const int n = boot.size();
+  for (int i = 0; i < 1000; ++i)
+    if (h[i] != static_cast<float>(n * (n - 1) / 2 + n * i)) {
+      report("rank %d: after the fault, a new communicator's all_reduce is wrong at %d", boot.rank(), i);
+      return 1;
+    }
+  report("rank %d: a new communicator after the fault works", boot.rank());
+  return 0;
+}
+
+namespace {
+// The last rank enqueues a large all_reduce and SIGKILLs itself; the survivors' calls end with an
+// error naming it within 2x the timeout, and the survivors then make a new world of their own.
+int scenario_kill(bootstrap::tcp& boot) {
+  const int me = boot.rank(), n = boot.size();
+  gpu::options o;
+  o.timeout = 3s;
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const index_t count = 64 << 20;
+  float* d = nullptr;
+  CK(cudaMalloc(&d, count * sizeof(float)));
+  CK(cudaMemset(d, 0, count * sizeof(float)));
+  gpu::preload<kind::all_reduce, algo::ring, float, op::sum>();
+  int code = 0;
+  {
+    nvcomm comm(boot, 0, o);
+    boot.barrier();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < 4; ++i) all_reduce<algo::ring>(comm, d, d, count, op::sum{}, s);
+    if (me == n - 1) {
+      std::this_thread::sleep_for(20ms);  // its kernel is running
+      ::raise(SIGKILL);
+    }
+    CK(cudaStreamSynchronize(s));
+    try {
+      comm.check();
+      report("rank %d: no error although rank %d was killed", me, n - 1);
+      code = 1;
+    } catch (const error& e) {
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      const std::string m = e.what();
+      report("rank %d: after %.0f ms: %s", me, ms, e.what());
+      if (m.find("rank(s) " + std::to_string(n - 1)) == std::string::npos || ms > 2 * 3000 + 500) code = 1;
+    }
+  }  // destroy: the dead rank counts as departed
+  // The survivors' own job (ranks 0 .. n-2), from the second root the parent gave.
+  const std::string root2 = std::getenv("COLLCOMM_TEST_ROOT2");
+  bootstrap::tcp boot2(bootstrap::unique_id::from_string(root2), me, n - 1, 20s);
+  code |= scenario_fresh_call(boot2, s, d);
+  cudaFree(d);
+  cudaStreamDestroy(s);
+  return code;
+}
+
+int child_main(const std::string& scenario) {
+  g_report = std::fopen(std::getenv("COLLCOMM_TEST_REPORT"), "w");
+  int code = 3;
+  try {
+    auto boot = bootstrap::from_env(60s);
+    CK(cudaSetDevice(0));
+    if (scenario == "matrix") {
+      const int n = boot.size();
+      gpu::options o;
+      o.slot_bytes = 64 << 10;  // several slices per call at the larger counts
+      o.timeout = 20s;
+      code = scenario_matrix(boot, 20, {1, static_cast<index_t>(n + 1), 1031, 250007}, o);
+    } else if (scenario == "no_mps") {
+      gpu::options o;
+      o.channels = 2;
+      o.timeout = 120s;
+      code = scenario_matrix(boot, 2, {1, 1031}, o);
+    } else if (scenario == "window") code = scenario_window(boot);
+    else if (scenario == "leak") code = scenario_leak(boot);
+    else if (scenario == "abort") code = scenario_abort(boot);
+    else if (scenario == "kill") code = scenario_kill(boot);
+  } catch (const std::exception& e) {
+    report("exception: %s", e.what());
+    code = 2;
+  }
+  if (g_report) std::fclose(g_report);
+  return code;
+}
+
+void expect_all(const job_result& j, const char* what) {
+  for (std::size_t r = 0; r < j.codes.size(); ++r) {
+    INFO(what, " rank ", r, " report:\n", j.reports[r]);
+    CHECK_EQ(j.codes[r], 0);
+  }
+  for (std::size_t r = 0; r < j.codes.size(); ++r) std::printf("%s rank %zu: %s", what, r, j.reports[r].c_str());
+}
+
+}  // namespace
+
+TEST_CASE("mp: every kind and algorithm, N = 2, 3, 4, 8 processes on one GPU, 20 calls queued") {
+  for (int n : {2, 3, 4, 8}) {
+    const auto shm0 = collcomm_shm();
+    const auto j = run_ranks(n, "matrix", fresh("matrix"), 300s);
+    expect_all(j, ("matrix n=" + std::to_string(n)).c_str());
+    CHECK(collcomm_shm() == shm0);
+  }
+}
+
+TEST_CASE("mp: a direct call larger than the window is refused") {
+  expect_all(run_ranks(2, "window", 1, 60s), "window");
+}
+
+TEST_CASE("mp: 1000 communicators made and destroyed leak nothing") {
+  const auto shm0 = collcomm_shm();
+  expect_all(run_ranks(2, "leak", 1, 120s), "leak");
+  CHECK(collcomm_shm() == shm0);
+}
+
+TEST_CASE("mp fault: abort") {
+  const auto shm0 = collcomm_shm();
+  expect_all(run_ranks(3, "abort", 1, 90s), "abort");
+  CHECK(collcomm_shm() == shm0);
+}
+
+TEST_CASE("mp fault: a rank killed mid-collective") {
+  const auto shm0 = collcomm_shm();
+  const auto j = run_ranks(4, "kill", 1, 90s);
+  for (int r = 0; r < 3; ++r) {
+    INFO("kill rank ", r, " report:\n", j.reports[static_cast<std::size_t>(r)]);
+    CHECK_EQ(j.codes[static_cast<std::size_t>(r)], 0);
+  }
+  CHECK_EQ(j.codes[3], -SIGKILL);
+  for (int r = 0; r < 3; ++r) std::printf("kill rank %d: %s", r, j.reports[static_cast<std::size_t>(r)].c_str());
+  CHECK(collcomm_shm() == shm0);
+}
+
+TEST_CASE("no mps: 2 processes, few small calls, long timeout") {
+  expect_all(run_ranks(2, "no_mps", fresh("no_mps"), 300s), "no_mps");
+}
+
+int main(int argc, char** argv) {
+  setenv("CUDA_MODULE_LOADING", "EAGER", 0);
+  g_exe = argv[0];
+  if (argc >= 3 && std::string(argv[1]) == "--child") return child_main(argv[2]);
+  std::string mode = argc >= 2 ? argv[1] : "";
+  // Device presence without initialising CUDA here: the children do that.
+  struct stat st {};
+  if (::stat("/dev/nvidia0", &st) != 0 && ::stat("/dev/nvidiactl", &st) != 0) {
+    std::printf("SKIPPED: no CUDA device here; GPU multi-process tests were built, not run\n");
+    return 77;
+  }
+  const char* pipe = std::getenv("CUDA_MPS_PIPE_DIRECTORY");
+  const std::string control = std::string(pipe ? pipe : "/tmp/nvidia-mps") + "/control";
+  const bool mps = ::stat(control.c_str(), &st) == 0;
+  doctest::Context ctx;
+  if (mode == "--no-mps") {
+    ctx.setOption("test-case", "no mps*");
+  } else {
+    if (!mps) {
+      std::printf("SKIPPED: several processes on one GPU need MPS (nvidia-cuda-mps-control -d; %s not found); run with --no-mps for the slow check\n",
+                  control.c_str());
+      return 77;
+    }
+    ctx.setOption("test-case", mode == "--fault" ? "mp fault*" : "mp:*");
+  }
+  int dargc = 1;
+  ctx.applyCommandLine(dargc, argv);
+  return ctx.run();
+}

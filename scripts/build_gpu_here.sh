@@ -4,6 +4,7 @@
 # `carry: [".deps/bin"]` to the device tool and run bench/run_device.sh there.
 # doctest is taken from .deps/doctest (copy /usr/include/doctest there: the device has none).
 #   scripts/build_gpu_here.sh test_gpu_collectives test_gpu_api bench example test_gpu_mp bench_mp
+#   scripts/build_gpu_here.sh test_gpu_pcie bench_pcie      (transport::pcie; bench/run_device_pcie.sh runs them)
 set -e
 cd "$(dirname "$0")/.."
 [ -d .deps/doctest ] || { mkdir -p .deps && cp -r /usr/include/doctest .deps/; }
@@ -16,6 +17,7 @@ for t in "$@"; do
     test_gpu_mp) nvcc $F tests/gpu/mp/test_gpu_mp.cu -o .deps/bin/test_gpu_mp ;;
     bench_mp) nvcc $F -Ibench bench/collcomm_bench_mp.cu -o .deps/bin/collcomm_bench_mp ;;
     example) nvcc $F examples/02_all_reduce_gpu.cu -o .deps/bin/example_02 ;;
+    bench_pcie) nvcc $F -Ibench bench/collcomm_bench_pcie.cu -o .deps/bin/collcomm_bench_pcie ;;
     *) nvcc $F -c tests/gpu/$t.cu -o .deps/obj/$t.o && nvcc -arch=sm_90 .deps/obj/$t.o .deps/obj/gpu_main.o -o .deps/bin/$t ;;
   esac
   echo "built $t"

@@ -1,0 +1,126 @@
+// collcomm/transport/pcie.hpp — transport::pcie for ranks of one process: GPUs that reach each
+// other over PCIe only.
+//
+// Two paths, over the same gpu::world and the same kernels as transport::nvlink (nvlink.hpp):
+//   - P2P: where cudaDeviceCanAccessPeer allows it between every pair of GPUs in use, the
+//     connections sit in the receiver's GPU memory (gpu::placement::device) and peers' stores and
+//     loads cross the link directly; the direct algorithms (one_shot, two_shot, direct) load
+//     peers' buffers. CUDA does not say whether a peer link is PCIe or NVLink; over NVLink this
+//     path is simply transport::nvlink's.
+//   - staged: where some pair has no peer access, or where the user asks for it
+//     (options::connections = gpu::placement::host, e.g. to test it on one GPU), every connection's
+//     slots, sizes and counters sit in pinned host memory mapped into every GPU (cudaHostAlloc,
+//     mapped | portable). The sender's kernel stores its message into host memory over PCIe, fences
+//     at system scope and stores the tail counter; the receiver's kernel polls the tail with
+//     system-scope loads and loads the message from host memory: every message crosses PCIe twice.
+//     Counters are plain stores and loads, never a remote atomic read-modify-write (those do not
+//     work over PCIe on most hosts). Only the FIFO algorithms run here (ring, tree,
+//     recursive_doubling, pairwise, linear, p2p); a direct algorithm is refused with
+//     errc::invalid_usage naming it, since a peer's buffer in another GPU's memory is out of reach
+//     (and the direct algorithms' barrier is an atomic add).
+//
+// Limits, said plainly:
+//   - Ranks of ONE process only. Across processes (POSIX shared memory + cudaHostRegister) is not
+//     built yet.
+//   - A world is staged or P2P as a whole: a mix (some pairs with peer access) is staged throughout.
+//   - A timed-out wait claims its host-mapped stall record with a compare-and-swap, as on nvlink;
+//     with GPUs that lack host atomics two simultaneous stalls may both write it (the message may
+//     then mix two stalls; the error itself is still raised).
+//
+// Example (four ranks on GPUs 0 and 1, which have no peer access):
+//   auto w = collcomm::gpu::make_pcie_world(4, {0, 0, 1, 1});      // staged: no peer access
+//   collcomm::communicator<collcomm::transport::pcie> comm(*w, rank);  // one per rank's thread
+//   collcomm::all_reduce(comm, send, recv, count, collcomm::op::sum{}, stream);
+//   cudaStreamSynchronize(stream); comm.check();
+#pragma once
+
+#include <collcomm/communicator.hpp>
+#include <collcomm/error.hpp>
+#include <collcomm/transport/nvlink.hpp>
+#include <collcomm/transport/tags.hpp>
+
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+COLLCOMM_NAMESPACE_BEGIN
+namespace gpu {
+
+// Whether every pair of distinct GPUs among `devices` has peer access (cudaDeviceCanAccessPeer).
+inline bool all_peers_reachable(const std::vector<int>& devices) {
+  for (int a : devices)
+    for (int b : devices) {
+      if (a == b) continue;
+      int can = 0;
+      detail::cuda_check(cudaDeviceCanAccessPeer(&can, a, b), "cudaDeviceCanAccessPeer");
+      if (!can) return false;
+    }
+  return true;
+}
+
+// A world for transport::pcie: P2P (opts.connections as given, placement::device by default) where
+// every pair of GPUs in use has peer access, else staged through host memory (placement::host).
+// opts.connections = placement::host forces staging. devices as for gpu::world (empty: every rank
+// on the current device).
+inline std::unique_ptr<world> make_pcie_world(int nranks, std::vector<int> devices = {}, options opts = {}) {
+  if (devices.empty() && nranks > 0) {
+    int d = 0;
+    detail::cuda_check(cudaGetDevice(&d), "gpu::make_pcie_world");
+    devices.assign(static_cast<std::size_t>(nranks), d);
+  }
+  if (!all_peers_reachable(devices)) opts.connections = placement::host;
+  return std::make_unique<world>(nranks, std::move(devices), opts);
+}
+
+}  // namespace gpu
+
+// transport::pcie's communicator: rank `rank` of a gpu::world of ranks in this process
+// (gpu::make_pcie_world). Calls are asynchronous on the stream passed as the collective's last
+// argument; after synchronizing it, check() reports a stalled peer as an error.
+template <>
+class communicator<transport::pcie> {
+ public:
+  using transport_type = transport::pcie;
+
+  communicator(gpu::world& w, int rank) : w_(&w), rank_(rank) {
+    if (w.is_process())
+      detail::fail(errc::invalid_usage, "communicator<pcie>", rank,
+                   "argument 'w' is a world of processes: transport::pcie across processes (POSIX shared memory + cudaHostRegister) is "
+                   "not built yet; between GPUs with peer access use communicator<transport::nvlink>(boot, device) (CUDA IPC)");
+    if (rank < 0 || rank >= w.nranks())
+      detail::fail(errc::invalid_argument, "communicator", rank,
+                   "argument 'rank' = " + std::to_string(rank) + " is out of range [0, " + std::to_string(w.nranks()) + ")");
+  }
+  int rank() const noexcept { return rank_; }
+  int size() const noexcept { return w_->nranks(); }
+  gpu::world& gpu_world() const noexcept { return *w_; }
+  // True when the connections are staged through host memory (no direct algorithms).
+  bool staged() const noexcept { return w_->opts().connections == gpu::placement::host; }
+
+  // Throws the stall this rank's kernels recorded, if any (call after the stream synchronized).
+  void check() const { gpu::check_stall(*w_, rank_); }
+
+  template <class K, class Algo, class T, class Op>
+  void run(coll_args a, const T* in, index_t, T* out, index_t, const Op& op, cudaStream_t stream) const {
+    a.rank = rank_;
+    a.nranks = w_->nranks();
+    if constexpr (Algo::needs_direct) {
+      if (staged())
+        detail::fail(errc::invalid_usage, K::name, rank_,
+                     std::string("algorithm ") + Algo::name +
+                         " loads peers' buffers, which transport::pcie's staged path (connections in host memory: no peer access, or "
+                         "option 'connections' = placement::host) cannot reach; use ring, tree, recursive_doubling or pairwise, or P2P "
+                         "(a world with placement::device where cudaDeviceCanAccessPeer allows)");
+    }
+    gpu::launch<K, Algo>(*w_, rank_, a, in, out, op, stream);
+  }
+
+ private:
+  gpu::world* w_;
+  int rank_;
+};
+
+COLLCOMM_NAMESPACE_END

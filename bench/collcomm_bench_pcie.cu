@@ -96,6 +96,45 @@ double pinned_copy_bw(cudaMemcpyKind dir) {
   return bytes / median(t);
 }
 
+// Both directions at once (a staged collective uses both): host->device and device->host copies
+// of 256 MiB each on two streams, started together; each direction's bytes over the time both took.
+double pinned_copy_bw_both() {
+  const std::size_t bytes = std::size_t{256} << 20;
+  void *h[2] = {}, *d[2] = {};
+  cudaStream_t s[2];
+  for (int k = 0; k < 2; ++k) {
+    CUDA_OK(cudaHostAlloc(&h[k], bytes, cudaHostAllocDefault));
+    CUDA_OK(cudaMalloc(&d[k], bytes));
+    std::memset(h[k], 1, bytes);
+    CUDA_OK(cudaStreamCreateWithFlags(&s[k], cudaStreamNonBlocking));
+  }
+  cudaEvent_t a, b, joined;
+  CUDA_OK(cudaEventCreate(&a));
+  CUDA_OK(cudaEventCreate(&b));
+  CUDA_OK(cudaEventCreate(&joined));
+  std::vector<double> t;
+  for (int i = 0; i < 12; ++i) {
+    CUDA_OK(cudaEventRecord(a, s[0]));
+    CUDA_OK(cudaStreamWaitEvent(s[1], a, 0));
+    CUDA_OK(cudaMemcpyAsync(d[0], h[0], bytes, cudaMemcpyHostToDevice, s[0]));
+    CUDA_OK(cudaMemcpyAsync(h[1], d[1], bytes, cudaMemcpyDeviceToHost, s[1]));
+    CUDA_OK(cudaEventRecord(joined, s[1]));
+    CUDA_OK(cudaStreamWaitEvent(s[0], joined, 0));
+    CUDA_OK(cudaEventRecord(b, s[0]));
+    CUDA_OK(cudaEventSynchronize(b));
+    float ms = 0;
+    CUDA_OK(cudaEventElapsedTime(&ms, a, b));
+    if (i >= 3) t.push_back(ms * 1e-3);
+  }
+  for (cudaEvent_t e : {a, b, joined}) cudaEventDestroy(e);
+  for (int k = 0; k < 2; ++k) {
+    cudaStreamDestroy(s[k]);
+    cudaFree(d[k]);
+    cudaFreeHost(h[k]);
+  }
+  return bytes / median(t);
+}
+
 // Slot bytes (elements) written into and read from host memory by one rank's schedule on one channel.
 struct link_counter {
   index_t slot, align;
@@ -304,7 +343,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   const double h2d = pinned_copy_bw(cudaMemcpyHostToDevice), d2h = pinned_copy_bw(cudaMemcpyDeviceToHost);
-  std::printf("# pinned copy bandwidth (cudaMemcpyAsync, 256 MiB, median of 9): host->device %.1f GB/s, device->host %.1f GB/s\n", h2d / 1e9, d2h / 1e9);
+  const double both = pinned_copy_bw_both();
+  std::printf("# pinned copy bandwidth (cudaMemcpyAsync, 256 MiB, median of 9): host->device %.1f GB/s, device->host %.1f GB/s; "
+              "both at once: %.1f GB/s each way (%%h2d and %%d2h below are of the one-way figures)\n",
+              h2d / 1e9, d2h / 1e9, both / 1e9);
   try {
     gpu::options o;
     o.connections = gpu::placement::host;  // staged, though the one GPU could reach itself directly

@@ -27,7 +27,7 @@
 //       Made as host/segment.hpp's segments are: rank 0 creates it, every rank maps it, the name
 //       is unlinked at once, so nothing stays in /dev/shm, even after SIGKILL. Each rank holds
 //       its liveness lock on it: a stall names the ranks whose process is gone.
-// Counters are used with system scope (the ranks are separate processes).
+// Counters use device scope when every rank is on one GPU, system scope otherwise.
 //
 // Set-up is three bootstrap exchanges: hello (pid, host, GPU uuid and SM count, options), the
 // IPC handles (with each rank's status), and a last status after every rank mapped everything.
@@ -353,7 +353,11 @@ std::shared_ptr<world> world::join(B& boot, int device, options opts) {
       h.slots = static_cast<std::uint32_t>(opts.slots);
       h.slot_bytes = static_cast<std::uint32_t>(opts.slot_bytes);
       h.timeout_ns = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(opts.timeout).count());
-      h.system_scope = true;  // other processes, even on this GPU
+      // Counters of ranks all on one GPU meet in its L2 whichever process wrote them (with MPS its
+      // clients share the GPU; without it, contexts switch): device scope, as a world of threads
+      // on one GPU. Ranks on several GPUs need system scope. (The abort word and the stall records
+      // are host memory and always use system scope.)
+      h.system_scope = on_gpu != n;
       h.steps = static_cast<std::uint64_t*>(w->alloc(device, sizeof(std::uint64_t) * n * nc * n * 2));
       h.barrier = reinterpret_cast<std::uint64_t*>(base[0] + barrier_at);
       h.barrier_stride = 128 / sizeof(std::uint64_t);

@@ -55,6 +55,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -198,9 +200,17 @@ class world {
     std::size_t window_bytes = 0;
     std::function<std::vector<int>()> dead_ranks;              // ranks whose process ended
     std::function<void(int, const std::string&)> abort;        // raises the abort word with a reason
+    // split(): one round of the control page's mailbox over every rank, and the join of a group.
+    std::function<std::vector<std::vector<std::byte>>(std::span<const std::byte>)> mailbox;
+    std::function<std::shared_ptr<world>(std::vector<int>, int, int, options)> split_group;
     std::shared_ptr<void> resources;  // the IPC mappings, the control page, this rank's device memory
   };
   bool is_process() const noexcept { return proc_.rank >= 0; }
+
+  // The world of the ranks that pass this color (>= 0), ordered by (key, rank); null for a
+  // negative color. Collective over every rank of a world of processes, in the same order as
+  // their other split calls (transport/nvlink_process.hpp: through the control page's mailbox).
+  std::shared_ptr<world> split(int rank, int color, int key);
   const process_view& process() const noexcept { return proc_; }
 
   // Ends the world for every rank: in a world of processes, raises the shared abort word, so
@@ -642,6 +652,10 @@ class communicator<transport::nvlink> {
   // control page and the device memory.
   template <bootstrap::bootstrap_like B>
   communicator(B& boot, int device, gpu::options opts = {}) : owner_(gpu::world::join(boot, device, opts)), w_(owner_.get()), rank_(boot.rank()) {}
+  // This process's rank of a world of processes (world::join or world::split), which it shares.
+  explicit communicator(std::shared_ptr<gpu::world> w) : owner_(std::move(w)), w_(owner_.get()), rank_(w_ && w_->is_process() ? w_->process().rank : -1) {
+    if (rank_ < 0) detail::fail(errc::invalid_argument, "communicator", rank_, "argument 'w' is not a GPU world of processes");
+  }
 
   communicator(gpu::world& w, int rank) : w_(&w), rank_(rank) {
     if (w.is_process() && rank != w.process().rank)
@@ -657,6 +671,19 @@ class communicator<transport::nvlink> {
 
   // Throws the stall this rank's kernels recorded, if any (call after the stream synchronized).
   void check() const { gpu::check_stall(*w_, rank_); }
+
+  // The ranks that pass the same color >= 0 form a new communicator (own connections and
+  // memory), ordered by key, then by rank; a negative color (collcomm::no_color) gets
+  // std::nullopt. Collective over every rank, in the same order as their other split and dup
+  // calls; worlds of processes only (errc::invalid_usage for threads). Errors (a rank that died,
+  // a timeout) are thrown on every rank.
+  std::optional<communicator> split(int color, int key) const {
+    std::shared_ptr<gpu::world> w = w_->split(rank_, color, key);
+    if (!w) return std::nullopt;
+    return communicator(std::move(w));
+  }
+  // A new communicator of the same ranks in the same order: split with one color and key = rank.
+  communicator dup() const { return *split(0, rank_); }
 
   // Ends the communicator for every rank (gpu::world::abort): running kernels of a world of
   // processes return, later calls throw errc::aborted. Never blocks.

@@ -49,8 +49,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <exception>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -73,10 +75,13 @@ struct page_layout {
   static constexpr std::size_t abort_text = 8;     // up to 500 bytes, NUL-terminated
   static constexpr std::size_t text_bytes = 500;
   static constexpr std::size_t departed = 512;     // (rank) uint32
-  std::size_t stall, bytes;
+  static constexpr std::size_t post_bytes = 512;  // a mailbox post's payload (split's exchanges)
+  static constexpr std::size_t post_stride = 16 + post_bytes;  // (round: u64, size: u64, payload)
+  std::size_t stall, mailbox, bytes;
   explicit page_layout(int n) {
     stall = align_up(departed + 4 * static_cast<std::size_t>(n), 64);
-    bytes = align_up(stall + sizeof(transport::stall_record) * static_cast<std::size_t>(n), 4096);
+    mailbox = align_up(stall + sizeof(transport::stall_record) * static_cast<std::size_t>(n), 64);  // (rank, round parity) posts
+    bytes = align_up(mailbox + 2 * post_stride * static_cast<std::size_t>(n), 4096);
   }
 };
 
@@ -156,6 +161,40 @@ class process_resources {
     return dead;
   }
 
+  // One round of the mailbox, collective over EVERY rank of the world: this rank posts `mine`
+  // (at most post_bytes) and gets each rank's post (its size may differ; empty for none).
+  // Rounds alternate between two posts per rank: a rank writes round k + 2 only after every rank
+  // wrote round k + 1, which each did after reading round k. Bounded by the timeout; a rank whose
+  // process is gone is an error naming it.
+  std::vector<std::vector<std::byte>> post_round(std::span<const std::byte> mine, const char* what) {
+    if (mine.size() > page_layout::post_bytes)
+      collcomm::detail::fail(errc::internal, what, rank_, "a mailbox post of " + std::to_string(mine.size()) + " bytes is too large");
+    const std::uint64_t round = ++rounds_;
+    auto post = [&](int q) { return page_.base() + layout_.mailbox + page_layout::post_stride * (2 * static_cast<std::size_t>(q) + round % 2); };
+    std::byte* p = post(rank_);
+    const std::uint64_t size = mine.size();
+    std::memcpy(p + 8, &size, 8);
+    if (!mine.empty()) std::memcpy(p + 16, mine.data(), mine.size());
+    std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(p)).store(round, std::memory_order_release);
+    std::vector<std::vector<std::byte>> all(static_cast<std::size_t>(n_));
+    const auto deadline = std::chrono::steady_clock::now() + timeout_;
+    for (int q = 0; q < n_; ++q) {
+      std::byte* o = post(q);
+      while (std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(o)).load(std::memory_order_acquire) != round) {
+        if (!page_.rank_lock_held(q))
+          collcomm::detail::fail(errc::timeout, what, rank_, "the process of rank " + std::to_string(q) + " is gone (killed or exited)");
+        if (std::chrono::steady_clock::now() > deadline)
+          collcomm::detail::fail(errc::timeout, what, rank_, "timed out after " + std::to_string(timeout_.count()) + " ms waiting for rank " + std::to_string(q) +
+                                                                 " (every rank of the communicator must call split and dup, in the same order)");
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      }
+      std::uint64_t size = 0;
+      std::memcpy(&size, o + 8, 8);
+      all[static_cast<std::size_t>(q)].assign(o + 16, o + 16 + std::min<std::uint64_t>(size, page_layout::post_bytes));
+    }
+    return all;
+  }
+
   void abort(int rank, const std::string& why) noexcept {
     if (!page_) return;
     std::uint32_t expected = 0;
@@ -197,7 +236,43 @@ class process_resources {
   int rank_, n_, device_;
   std::chrono::milliseconds timeout_;
   page_layout layout_;
+  std::uint64_t rounds_ = 0;  // mailbox rounds so far: equal on every rank
 };
+
+// The bootstrap a split's group joins with: a view of the parent's mailbox. Every round is one
+// of the parent's (every parent rank takes part: non-members post nothing); all_gather keeps the
+// members' posts, in new-rank order. world::join's exchanges only; send and recv are refused.
+class mailbox_bootstrap {
+ public:
+  mailbox_bootstrap(process_resources& parent, std::vector<int> members, int rank) : parent_(&parent), members_(std::move(members)), rank_(rank) {}
+  int rank() const noexcept { return rank_; }
+  int size() const noexcept { return static_cast<int>(members_.size()); }
+  int rounds() const noexcept { return rounds_; }
+  void all_gather(std::span<const std::byte> in, std::span<std::byte> out) {
+    ++rounds_;
+    const auto all = parent_->post_round(in, "split");
+    for (std::size_t i = 0; i < members_.size(); ++i) {
+      const auto& v = all[static_cast<std::size_t>(members_[i])];
+      if (v.size() != in.size())
+        collcomm::detail::fail(errc::invalid_usage, "split", rank_, "new rank " + std::to_string(i) + " gave " + std::to_string(v.size()) + " bytes, this rank " + std::to_string(in.size()));
+      std::memcpy(out.data() + i * in.size(), v.data(), v.size());
+    }
+  }
+  void barrier() { all_gather({}, {}); }
+  void send(int, std::span<const std::byte>) { refuse(); }
+  void recv(int, std::span<std::byte>) { refuse(); }
+
+ private:
+  [[noreturn]] void refuse() const { collcomm::detail::fail(errc::internal, "split", rank_, "a split's bootstrap carries all-gathers only"); }
+  process_resources* parent_;
+  std::vector<int> members_;
+  int rank_;
+  int rounds_ = 0;
+};
+
+// The mailbox rounds world::join makes (hello, memory records, statuses): the ranks of a split
+// that join nothing, or whose join failed early, make up the rest so every rank makes as many.
+inline constexpr int join_rounds = 3;
 
 }  // namespace ipc_detail
 
@@ -392,8 +467,43 @@ std::shared_ptr<world> world::join(B& boot, int device, options opts) {
   v.window_bytes = opts.window_bytes;
   v.dead_ranks = [r] { return r->dead_ranks(); };
   v.abort = [r](int rank, const std::string& why) { r->abort(rank, why); };
+  v.mailbox = [r](std::span<const std::byte> mine) { return r->post_round(mine, "split"); };
+  v.split_group = [r](std::vector<int> members, int new_rank, int device, options o) -> std::shared_ptr<world> {
+    ipc_detail::mailbox_bootstrap sub(*r, std::move(members), new_rank);
+    std::shared_ptr<world> child;
+    std::exception_ptr failed;
+    try {
+      if (new_rank >= 0) child = join(sub, device, o);
+    } catch (...) {
+      failed = std::current_exception();
+    }
+    while (sub.rounds() < ipc_detail::join_rounds) sub.barrier();  // keep every rank's round count equal
+    if (failed) std::rethrow_exception(failed);
+    return child;
+  };
   v.resources = std::move(res);
   return w;
+}
+
+inline std::shared_ptr<world> world::split(int rank, int color, int key) {
+  const char* what = "split";
+  if (!is_process() || rank != proc_.rank)
+    detail::fail(errc::invalid_usage, what, rank, "split and dup need a GPU world of processes (communicator(bootstrap, device)); a world of threads has no control page to share");
+  check_usable(what, rank);
+  if (color < 0) color = no_color;
+  const std::int32_t mine[2] = {color, key};
+  const auto posts = proc_.mailbox(std::as_bytes(std::span<const std::int32_t>(mine)));
+  std::vector<int> members;
+  std::vector<std::int32_t> keys(posts.size());
+  for (std::size_t q = 0; q < posts.size(); ++q) {
+    std::int32_t ck[2] = {no_color, 0};
+    if (posts[q].size() == sizeof ck) std::memcpy(ck, posts[q].data(), sizeof ck);
+    keys[q] = ck[1];
+    if (color >= 0 && ck[0] == color) members.push_back(static_cast<int>(q));
+  }
+  std::stable_sort(members.begin(), members.end(), [&](int a, int b) { return keys[static_cast<std::size_t>(a)] < keys[static_cast<std::size_t>(b)]; });
+  const int new_rank = color >= 0 ? static_cast<int>(std::find(members.begin(), members.end(), rank) - members.begin()) : -1;
+  return proc_.split_group(std::move(members), new_rank, device_of(rank), opts_);
 }
 
 }  // namespace gpu

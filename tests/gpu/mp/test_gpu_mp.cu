@@ -9,6 +9,7 @@
 //             kernels on one GPU time-slice without it
 //   --no-mps  a small correctness run without MPS: 2 processes, few small calls, long timeout
 //   --fault   abort, a rank SIGKILLed mid-collective (needs MPS too)
+//   --only P  the test cases whose names match doctest pattern P (under MPS)
 // Inputs are fresh random each run (the seed is printed), outputs poisoned, every element
 // checked against tests/common/exact_reference.hpp.
 #define DOCTEST_CONFIG_IMPLEMENT
@@ -462,6 +463,57 @@ int scenario_fresh_call(bootstrap::tcp& boot, cudaStream_t s, float* d) {
 }
 
 namespace {
+// One all_reduce (ring or one_shot) on `comm`, checked: rank r gives r + i.
+template <class A>
+int checked_all_reduce(nvcomm& comm, cudaStream_t s, float* d, const char* what) {
+  const int n = comm.size();
+  std::vector<float> h(1000);
+  for (int i = 0; i < 1000; ++i) h[i] = static_cast<float>(comm.rank() + i);
+  CK(cudaMemcpy(d + 1000, h.data(), sizeof(float) * 1000, cudaMemcpyHostToDevice));
+  all_reduce<A>(comm, d + 1000, d, 1000, op::sum{}, s);
+  CK(cudaStreamSynchronize(s));
+  comm.check();
+  CK(cudaMemcpy(h.data(), d, sizeof(float) * 1000, cudaMemcpyDeviceToHost));
+  for (int i = 0; i < 1000; ++i)
+    if (h[i] != static_cast<float>(n * (n - 1) / 2 + n * i)) {
+      report("%s (%s, rank %d of %d): wrong at %d", what, A::name, comm.rank(), n, i);
+      return 1;
+    }
+  return 0;
+}
+
+// split by parity, a split where the last rank joins nothing, dup, and the parent afterwards.
+int scenario_split(bootstrap::tcp& boot) {
+  const int me = boot.rank(), n = boot.size();
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  float* d = nullptr;
+  CK(cudaMalloc(&d, 2000 * sizeof(float)));
+  gpu::preload<kind::all_reduce, algo::ring, float, op::sum>();
+  gpu::preload<kind::all_reduce, algo::one_shot, float, op::sum>();
+  nvcomm comm(boot, 0, gpu::options{});
+  int code = 0;
+  for (int round = 0; round < 3; ++round) {
+    auto half = comm.split(me % 2, -me);  // keys reverse the order
+    if (!half || half->size() != (n + 1 - me % 2) / 2) { report("split by parity: wrong group"); return 1; }
+    const int expect_rank = (half->size() - 1) - me / 2;
+    if (half->rank() != expect_rank) { report("split by parity: rank %d, expected %d", half->rank(), expect_rank); code = 1; }
+    code |= checked_all_reduce<algo::ring>(*half, s, d, "split by parity");
+    code |= checked_all_reduce<algo::one_shot>(*half, s, d, "split by parity");
+  }
+  auto most = comm.split(me == n - 1 ? no_color : 7, me);
+  if ((me == n - 1) != !most.has_value()) { report("split with no_color: wrong membership"); code = 1; }
+  if (most) code |= checked_all_reduce<algo::ring>(*most, s, d, "split without the last rank");
+  nvcomm twin = comm.dup();
+  if (twin.rank() != me || twin.size() != n) { report("dup: rank %d size %d", twin.rank(), twin.size()); code = 1; }
+  code |= checked_all_reduce<algo::ring>(twin, s, d, "dup");
+  code |= checked_all_reduce<algo::two_shot>(comm, s, d, "the parent after splits");
+  report("rank %d: split and dup %s", me, code ? "FAILED" : "ok");
+  cudaFree(d);
+  cudaStreamDestroy(s);
+  return code;
+}
+
 // The last rank enqueues a large all_reduce and SIGKILLs itself; the survivors' calls end with an
 // error naming it within 2x the timeout, and the survivors then make a new world of their own.
 int scenario_kill(bootstrap::tcp& boot) {
@@ -528,6 +580,7 @@ int child_main(const std::string& scenario) {
     else if (scenario == "leak") code = scenario_leak(boot);
     else if (scenario == "abort") code = scenario_abort(boot);
     else if (scenario == "kill") code = scenario_kill(boot);
+    else if (scenario == "split") code = scenario_split(boot);
   } catch (const std::exception& e) {
     report("exception: %s", e.what());
     code = 2;
@@ -557,6 +610,12 @@ TEST_CASE("mp: every kind and algorithm, N = 2, 3, 4, 8 processes on one GPU, 20
 
 TEST_CASE("mp: a direct call larger than the window is refused") {
   expect_all(run_ranks(2, "window", 1, 60s), "window");
+}
+
+TEST_CASE("mp: split and dup") {
+  const auto shm0 = collcomm_shm();
+  expect_all(run_ranks(5, "split", 1, 120s), "split");
+  CHECK(collcomm_shm() == shm0);
 }
 
 TEST_CASE("mp: 1000 communicators made and destroyed leak nothing") {
@@ -610,7 +669,7 @@ int main(int argc, char** argv) {
                   control.c_str());
       return 77;
     }
-    ctx.setOption("test-case", mode == "--fault" ? "mp fault*" : "mp:*");
+    ctx.setOption("test-case", mode == "--fault" ? "mp fault*" : mode == "--only" && argc >= 3 ? argv[2] : "mp:*");
   }
   int dargc = 1;
   ctx.applyCommandLine(dargc, argv);

@@ -70,3 +70,39 @@ if [[ $what == figures2 ]]; then
   done
   T=100 b -k all_reduce -a ring -r 8 -b 64M -e 1G -f 4 -n 10 -w 2 -R 3 -c 0 -C 32 -s 1M > "$out/fig_ring_8_c32.txt" 2>&1
 fi
+if [[ $what == ctest ]]; then
+  # Builds every GPU test (not the full matrix), the bench and the GPU demo THERE (16 cores), runs
+  # `ctest -L gpu` (the multi-process ones, label mp, are left to bench/run_device_mp.sh, which
+  # starts MPS), then the latency and bandwidth checks that follow kernel changes.
+  t0=$SECONDS
+  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOLLCOMM_BUILD_TESTS=ON -DCOLLCOMM_BUILD_EXAMPLES=ON \
+    -DCOLLCOMM_BUILD_BENCH=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH="$PWD/.deps/prefix" > "$out/gpu_configure.txt" 2>&1 || tail -20 "$out/gpu_configure.txt"
+  targets=$(ninja -C build-gpu -t targets all 2>/dev/null | grep -oE '^(gpu_[a-z0-9_]+|collcomm_bench[a-z_]*|collcomm_example_02[a-z_]*)' | grep -v '^gpu_matrix' | sort -u)
+  echo "# targets: $targets" > "$out/gpu_build.txt"
+  ninja -C build-gpu -j 16 -k 0 $targets >> "$out/gpu_build.txt" 2>&1
+  echo "# build exit $? after $((SECONDS - t0)) s" >> "$out/gpu_build.txt"
+  grep -E "error|FAILED" "$out/gpu_build.txt" | head -20; tail -1 "$out/gpu_build.txt"
+  ( cd build-gpu && ctest -L gpu -LE "gpu_matrix|mp" --output-on-failure --timeout 300 ) > "$out/gpu_ctest.txt" 2>&1
+  echo "# ctest exit $? at $((SECONDS - t0)) s" >> "$out/gpu_ctest.txt"
+  grep -E "tests passed|Test +#|SKIPPED|exit" "$out/gpu_ctest.txt"
+  [[ -x build-gpu/examples/collcomm_example_02_all_reduce_gpu ]] && { timeout 60 build-gpu/examples/collcomm_example_02_all_reduce_gpu --ranks 8; echo "# exit $?"; } > "$out/demo.txt" 2>&1
+  bin=build-gpu/bench
+  {
+    b -k all_reduce -a one_shot -r 8 -b 8 -e 64K -f 4 -n 50 -w 10 -R 7 -c 1 -G -C 1
+    b -k all_reduce -a one_shot -r 8 -b 8 -e 64K -f 4 -n 50 -w 10 -R 7 -c 1 -C 1
+    b -k all_reduce -a two_shot -r 8 -b 8 -e 1M -f 4 -n 50 -w 10 -R 7 -c 1 -G -C 2
+    for C in 1 4 16; do
+      b -k all_reduce -a ring -p ll -r 8 -b 8 -e 1M -f 4 -n 50 -w 10 -R 7 -c 1 -G -C $C
+      b -k all_reduce -a tree -p ll -r 8 -b 8 -e 1M -f 4 -n 50 -w 10 -R 7 -c 1 -G -C $C
+    done
+    b -k all_reduce -a tree -r 8 -b 8 -e 64K -f 8 -n 50 -w 10 -R 7 -c 1 -G
+    b -k all_reduce -a ring -r 8 -b 8 -e 64K -f 8 -n 50 -w 10 -R 7 -c 1 -G
+  } > "$out/fig_small.txt" 2>&1
+  {
+    for s in 256K 1M; do
+      for k in all_reduce reduce_scatter broadcast; do
+        T=100 b -k $k -a ring -r 8 -b 16M -e 1G -f 4 -n 10 -w 2 -R 3 -c 1 -C 16 -s $s
+      done
+    done
+  } > "$out/fig_large.txt" 2>&1
+fi

@@ -24,9 +24,9 @@ struct direct {
     const range mine = channel_range(a.count, a.channel, a.nchannels, p.align_elems());
     if (mine.size == 0) return;
     const index_t base = static_cast<index_t>(a.rank) * a.count;
-    p.barrier();
+    entry_barrier(p);
     p.direct_reduce_copy(in(base + mine.begin), out(mine.begin), mine.size, true);
-    p.barrier();
+    exit_barrier(p);
   }
 
   // out[s * count + i] = rank s's input[i].
@@ -36,12 +36,12 @@ struct direct {
     const range mine = channel_range(a.count, a.channel, a.nchannels, p.align_elems());
     if (mine.size == 0) return;
     auto blk = [&](int s) { return static_cast<index_t>(s) * a.count + mine.begin; };
-    p.barrier();
+    entry_barrier(p);
     for (int k = 1; k < n; ++k) {
       const int s = mod(r + k, n);
       p.direct_copy(s, in(mine.begin), out(blk(s)), mine.size);
     }
-    p.barrier();
+    exit_barrier(p);
     p.copy(in(mine.begin), out(blk(r)), mine.size);
   }
 
@@ -53,12 +53,12 @@ struct direct {
     if (mine.size == 0) return;
     auto blk = [&](int s) { return static_cast<index_t>(s) * a.count + mine.begin; };
     p.copy(in(blk(r)), out(blk(r)), mine.size);
-    p.barrier();
+    entry_barrier(p);
     for (int k = 1; k < n; ++k) {
       const int s = mod(r + k, n);
       p.direct_copy(s, in(blk(r)), out(blk(s)), mine.size);
     }
-    p.barrier();
+    exit_barrier(p);
   }
 };
 

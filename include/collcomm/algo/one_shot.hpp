@@ -3,8 +3,9 @@
 // latency for small messages (vLLM, TensorRT-LLM and MSCCL++ use it up to ~256 KB on 8 GPUs),
 // at the cost of (n-1) * count elements read per rank.
 //
-// barrier (every input is ready); direct_reduce_copy of this channel's share from all ranks, in
-// rank order, into this rank's output, finalized; barrier (no rank leaves while a peer reads).
+// entry barrier (every input is ready); direct_reduce_copy of this channel's share from all ranks, in
+// rank order, into this rank's output, finalized; exit barrier (no rank leaves while a peer reads).
+// Both are free on the GPU when one launch carries every rank (algo/primitives.hpp, entry_barrier).
 // Every rank reduces in the same order, so all ranks end with bitwise identical results.
 //
 // NOT in-place safe: in place, a rank overwrites its input while its peers may still be reading
@@ -28,9 +29,9 @@ struct one_shot {
   COLLCOMM_HD static void run(kind::all_reduce, P& p, const coll_args& a) {
     const range mine = channel_range(a.count, a.channel, a.nchannels, p.align_elems());
     if (mine.size == 0) return;  // the same on every rank: no barrier is skipped on one side only
-    p.barrier();
+    entry_barrier(p);
     p.direct_reduce_copy(in(mine.begin), out(mine.begin), mine.size, true);
-    p.barrier();
+    exit_barrier(p);
   }
 };
 

@@ -42,6 +42,8 @@
 // leaves, and reuses its buffers, while a peer still reads them):
 //
 //   barrier()                                 every rank of the communicator, this channel
+//   entry_barrier(p), exit_barrier(p)         (free functions below) the barrier before a schedule's
+//                                             first peer access and the one after its last
 //   direct_reduce_copy(src, dst, n, fin)      value = ⊕ over ranks 0..nranks-1, in rank order, of
 //                                             load(rank's src); store dst (this rank's)
 //   direct_copy(from, src, dst, n)            value = load(peer from's src);  store dst
@@ -122,6 +124,21 @@ COLLCOMM_HD constexpr range piece(range r, index_t parts, index_t j, index_t ali
   const index_t b = min_of(per * j, r.size);
   const index_t e = min_of(b + per, r.size);
   return {r.begin + b, e - b};
+}
+
+// The barriers that open and close a direct schedule's peer accesses. They are barrier() unless
+// the primitives say they need less (P::entry_barrier / P::exit_barrier): the GPU executor, when
+// one launch carries every rank of the call, starts it only after every rank's inputs are ready
+// and lets no rank's stream go on before the whole launch ends — both orders these barriers give.
+template <class P>
+COLLCOMM_HD void entry_barrier(P& p) {
+  if constexpr (requires { p.entry_barrier(); }) p.entry_barrier();
+  else p.barrier();
+}
+template <class P>
+COLLCOMM_HD void exit_barrier(P& p) {
+  if constexpr (requires { p.exit_barrier(); }) p.exit_barrier();
+  else p.barrier();
 }
 
 COLLCOMM_NAMESPACE_END

@@ -30,7 +30,7 @@ struct two_shot {
     const range mine = channel_range(a.count, a.channel, a.nchannels, align);
     if (mine.size == 0) return;  // the same on every rank
     auto slice = [&](int s) { return piece(mine, static_cast<index_t>(n), static_cast<index_t>(s), align); };
-    p.barrier();
+    entry_barrier(p);
     const range own = slice(r);
     p.direct_reduce_copy(in(own.begin), out(own.begin), own.size, true);
     p.barrier();
@@ -39,7 +39,7 @@ struct two_shot {
       const range c = slice(s);
       p.direct_copy(s, out(c.begin), out(c.begin), c.size);
     }
-    p.barrier();
+    exit_barrier(p);
   }
 };
 

@@ -54,14 +54,27 @@ __device__ inline bool world_aborted(std::uint32_t* w) {
 
 enum class wait_result { ok, timeout, aborted };
 
+// One rank's part of a call: the kernel's parameters carry one per rank of the launch.
+template <class T, class Op>
+struct rank_params {
+  coll_args args;  // channel and nchannels are filled in from the grid
+  const T* in;
+  T* out;
+  Op op;
+};
+
 // Thread 0's bounded wait until *addr >= target; on success the caller's later reads see what was
-// published before the matching store (relaxed spin, then an acquire fence).
-__device__ inline wait_result wait_at_least(std::uint64_t* addr, std::uint64_t target, const transport::nvlink_device_handle& h) {
+// published before the matching store (relaxed spin, then an acquire fence), and *seen (if given)
+// holds the value that ended the wait (>= target).
+__device__ inline wait_result wait_at_least(std::uint64_t* addr, std::uint64_t target, const transport::nvlink_device_handle& h,
+                                            std::uint64_t* seen = nullptr) {
   const bool sys = h.system_scope;
-  if (load_relaxed(addr, sys) < target) {
+  std::uint64_t v = load_relaxed(addr, sys);
+  if (v < target) {
     const std::uint64_t start = cuda::ptx::get_sreg_globaltimer();
     for (unsigned i = 1;; ++i) {
-      if (load_relaxed(addr, sys) >= target) break;
+      v = load_relaxed(addr, sys);
+      if (v >= target) break;
       if ((i & 255u) == 0) {
         if (world_aborted(h.abort)) return wait_result::aborted;
         if (cuda::ptx::get_sreg_globaltimer() - start > h.timeout_ns) return wait_result::timeout;
@@ -69,6 +82,7 @@ __device__ inline wait_result wait_at_least(std::uint64_t* addr, std::uint64_t t
     }
   }
   fence_acq_rel(sys);
+  if (seen) *seen = v;
   return wait_result::ok;
 }
 
@@ -85,11 +99,13 @@ class block_primitives {
 
   // send_step/recv_step: this block's message counts per peer; peer_ptrs: nranks pointers of
   // scratch; aborted: the block's abort flag. All in shared memory.
+  // head_seen: (peer) the last head value this block saw on its connection towards the peer, zero
+  // at kernel start (shared memory).
   __device__ block_primitives(const transport::nvlink_device_handle& h, const T* in, T* out, const Op& op, int rank,
-                              int channel, std::uint64_t* send_step, std::uint64_t* recv_step, const void** peer_ptrs,
-                              int* aborted)
+                              int channel, std::uint64_t* send_step, std::uint64_t* recv_step, std::uint64_t* head_seen,
+                              const void** peer_ptrs, int* aborted)
       : h_(h), in_(in), out_(out), op_(op), rank_(rank), channel_(channel), send_step_(send_step),
-        recv_step_(recv_step), peer_ptrs_(peer_ptrs), aborted_(aborted) {}
+        recv_step_(recv_step), head_seen_(head_seen), peer_ptrs_(peer_ptrs), aborted_(aborted) {}
 
   COLLCOMM_HD index_t align_elems() const { return vec; }
   COLLCOMM_HD index_t slot_elems() const {
@@ -111,6 +127,22 @@ class block_primitives {
     step(peers{}, &src, &dst, to, n, fin);
   }
   __device__ void copy(buf_ref src, buf_ref dst, index_t n, bool fin = false) { step(peers{}, &src, &dst, peers{}, n, fin); }
+
+  // Called by the kernel when its launch carries every rank of the world (all on this GPU): the
+  // peers' buffers are then in the launch's parameters (`ranks`, indexed by rank: a GPU's ranks
+  // launch in ascending order, transport/nvlink.hpp), not in the handle's published table, and the
+  // barriers around a direct schedule are not needed: the launch starts after every rank's inputs
+  // are ready (it waits for every rank's stream), and no rank's stream goes on before the whole
+  // launch ends, so no peer can reuse a buffer another block still reads.
+  __device__ void use_launch_buffers(const rank_params<T, Op>* ranks) { launch_ = ranks; }
+  __device__ void entry_barrier() {
+    if (launch_) __syncthreads();
+    else barrier();
+  }
+  __device__ void exit_barrier() {
+    if (launch_) __syncthreads();
+    else barrier();
+  }
 
   // Every rank's block of this channel arrives, then waits for all. The arrival counter only
   // grows; the value our fetch_add returns says which barrier we joined (no rank can be a whole
@@ -194,7 +226,7 @@ class block_primitives {
   // Called once before the schedule: makes this call's buffers reachable by direct peers. The
   // schedules' first barrier publishes it; their last barrier keeps it valid while peers read.
   __device__ void publish_buffers() {
-    if (threadIdx.x == 0) h_.buffers[channel_ * h_.nranks + rank_] = transport::buffer_pair{in_, out_};
+    if (threadIdx.x == 0 && !launch_) h_.buffers[channel_ * h_.nranks + rank_] = transport::buffer_pair{in_, out_};
   }
 
  protected:  // ll_primitives (ll_primitives.cuh) reuses these helpers and the direct family
@@ -206,6 +238,7 @@ class block_primitives {
     return (b.which == buffer::input ? const_cast<T*>(in_) : out_) + b.offset;
   }
   __device__ const T* peer_ptr(int r, buf_ref b) const {
+    if (launch_) return (b.which == buffer::input ? launch_[r].in : static_cast<const T*>(launch_[r].out)) + b.offset;
     const transport::buffer_pair& bp = h_.buffers[channel_ * h_.nranks + r];
     return (b.which == buffer::input ? static_cast<const T*>(bp.in) : static_cast<const T*>(bp.out)) + b.offset;
   }
@@ -214,6 +247,18 @@ class block_primitives {
     __syncthreads();
     for (int r = threadIdx.x; r < h_.nranks; r += blockDim.x) peer_ptrs_[r] = peer_ptr(r, b);
     __syncthreads();
+  }
+  // Thread 0: waits (bounded) until the slot of this block's next message towards t is free (head
+  // >= messages sent + 1 - slots: the receiver consumed the slot's previous message). head only
+  // grows, so the last value seen answers most checks without a load: while the receiver keeps
+  // up, one load of head serves up to `slots` messages. The acquire made when that value was seen
+  // still orders the receiver's reads of the slot before our stores to it.
+  __device__ wait_result wait_send_slot(int t) {
+    const std::uint64_t s = send_step_[t];
+    if (s + 1 <= h_.slots) return wait_result::ok;
+    const std::uint64_t need = s + 1 - h_.slots;
+    if (head_seen_[t] >= need) return wait_result::ok;
+    return wait_at_least(h_.fifo(channel_, rank_, t).head, need, h_, &head_seen_[t]);
   }
   __device__ T* slot(int src, int dst, std::uint64_t msg) const {
     return reinterpret_cast<T*>(h_.fifo(channel_, src, dst).data + (msg & (h_.slots - 1)) * h_.slot_bytes);
@@ -251,11 +296,8 @@ class block_primitives {
       }
       if (!*aborted_)
         for (int t : to) {
-          const std::uint64_t s = send_step_[t];
-          if (s + 1 > h_.slots) {
-            const wait_result r = wait_at_least(h_.fifo(channel_, rank_, t).head, s + 1 - h_.slots, h_);
-            if (r != wait_result::ok) { stall(t, s, transport::stall_send_slot, r); break; }
-          }
+          const wait_result r = wait_send_slot(t);
+          if (r != wait_result::ok) { stall(t, send_step_[t], transport::stall_send_slot, r); break; }
         }
     }
     __syncthreads();
@@ -362,8 +404,10 @@ class block_primitives {
   int channel_;
   std::uint64_t* send_step_;  // shared memory, (peer)
   std::uint64_t* recv_step_;  // shared memory, (peer)
+  std::uint64_t* head_seen_;  // shared memory, (peer)
   const void** peer_ptrs_;    // shared memory, (rank)
   int* aborted_;              // shared memory
+  const rank_params<T, Op>* launch_ = nullptr;  // every rank's buffers, when one launch carries them all
 };
 
 }  // namespace kernels

@@ -51,14 +51,7 @@ inline constexpr std::size_t min_slot_bytes = std::is_same_v<Protocol, protocol:
 // Most ranks one launch carries (ranks of a world that share one GPU).
 inline constexpr int max_launch_ranks = 32;
 
-// One rank's part of a call.
-template <class T, class Op>
-struct rank_params {
-  coll_args args;  // channel and nchannels are filled in from the grid
-  const T* in;
-  T* out;
-  Op op;
-};
+// One rank's part of a call: rank_params (block_primitives.cuh).
 
 template <class T, class Op>
 struct kernel_params {
@@ -67,10 +60,10 @@ struct kernel_params {
   rank_params<T, Op> rank[max_launch_ranks];
 };
 
-// Dynamic shared memory a launch needs: the send and receive counts of each peer, and each
-// rank's buffer pointer for the direct primitives.
+// Dynamic shared memory a launch needs: the send and receive counts of each peer, the last head
+// seen of each peer's connection, and each rank's buffer pointer for the direct primitives.
 constexpr std::size_t kernel_smem_bytes(int nranks) {
-  return (2 * sizeof(std::uint64_t) + sizeof(void*)) * static_cast<std::size_t>(nranks);
+  return (3 * sizeof(std::uint64_t) + sizeof(void*)) * static_cast<std::size_t>(nranks);
 }
 
 template <class K, class Algo, class T, class Op, class Tuning>
@@ -78,21 +71,26 @@ COLLCOMM_KERNEL void __launch_bounds__(Tuning::threads) collective_kernel(const 
   static_assert(!is_with_protocol<Algo> || std::is_same_v<typename Tuning::protocol, protocol::simple> ||
                     std::is_same_v<typename Tuning::protocol, protocol_of<Algo>>,
                 "collcomm protocol axis: with_protocol<A, P> and kernels::tuning<Threads, Q> name different protocols; name one");
-  extern __shared__ std::uint64_t smem_steps[];  // (send | recv, peer), then (rank) pointers
+  extern __shared__ std::uint64_t smem_steps[];  // (send | recv | head seen, peer), then (rank) pointers
   __shared__ int aborted;
   const rank_params<T, Op>& mine = p.rank[blockIdx.y];
   const int channel = static_cast<int>(blockIdx.x);
   const int n = p.h.nranks;
   std::uint64_t* global_steps = p.h.rank_steps(mine.args.rank, channel);  // (peer, {send, recv})
-  for (int i = threadIdx.x; i < n; i += blockDim.x) {
-    smem_steps[i] = global_steps[2 * i];
-    smem_steps[n + i] = global_steps[2 * i + 1];
-  }
+  // Direct schedules move no FIFO message: their counts need not be loaded nor stored back.
+  constexpr bool fifo = !algorithm_of<Algo>::needs_direct;
+  if constexpr (fifo)
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+      smem_steps[i] = global_steps[2 * i];
+      smem_steps[n + i] = global_steps[2 * i + 1];
+      smem_steps[2 * n + i] = 0;  // no head value seen yet
+    }
   // A world that failed stays failed: later kernels return at once.
   if (threadIdx.x == 0) aborted = world_aborted(p.h.abort);
 
   typename primitives_of<kernel_protocol<Algo, Tuning>, T, Op>::type prims(p.h, mine.in, mine.out, mine.op, mine.args.rank, channel, smem_steps, smem_steps + n,
-                                reinterpret_cast<const void**>(smem_steps + 2 * n), &aborted);
+                                smem_steps + 2 * n, reinterpret_cast<const void**>(smem_steps + 3 * n), &aborted);
+  if (p.nlocal == n) prims.use_launch_buffers(p.rank);  // this launch carries every rank
   prims.publish_buffers();
   __syncthreads();
 
@@ -101,10 +99,12 @@ COLLCOMM_KERNEL void __launch_bounds__(Tuning::threads) collective_kernel(const 
   a.nchannels = static_cast<int>(gridDim.x);
   Algo::run(K{}, prims, a);
 
-  __syncthreads();
-  for (int i = threadIdx.x; i < n; i += blockDim.x) {
-    global_steps[2 * i] = smem_steps[i];
-    global_steps[2 * i + 1] = smem_steps[n + i];
+  if constexpr (fifo) {
+    __syncthreads();
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+      global_steps[2 * i] = smem_steps[i];
+      global_steps[2 * i + 1] = smem_steps[n + i];
+    }
   }
 }
 

@@ -106,9 +106,9 @@ class ll_primitives : public block_primitives<T, Op> {
   };
 
   __device__ ll_primitives(const transport::nvlink_device_handle& h, const T* in, T* out, const Op& op, int rank,
-                           int channel, std::uint64_t* send_step, std::uint64_t* recv_step, const void** peer_ptrs,
-                           int* aborted)
-      : base(h, in, out, op, rank, channel, send_step, recv_step, peer_ptrs, aborted) {}
+                           int channel, std::uint64_t* send_step, std::uint64_t* recv_step, std::uint64_t* head_seen,
+                           const void** peer_ptrs, int* aborted)
+      : base(h, in, out, op, rank, channel, send_step, recv_step, head_seen, peer_ptrs, aborted) {}
 
   // A line's payload (8 bytes) is the unit: schedules cut chunks on line boundaries.
   COLLCOMM_HD index_t align_elems() const { return epl; }
@@ -196,15 +196,15 @@ class ll_primitives : public block_primitives<T, Op> {
           const int t = to.rank[k];
           const std::uint64_t s = send_step[t];
           transport::fifo_view& c = h.fifo(this->channel_, rank, t);
-          if (s + 1 > h.slots) {
-            // Acquire (relaxed spin + fence): the receiver's reads of this slot's previous message,
-            // which it ordered before its head store, happen before our stores below.
-            const wait_result r = wait_at_least(c.head, s + 1 - h.slots, h);
-            if (r != wait_result::ok) { this->stall(t, s, transport::stall_send_slot, r); break; }
-          }
           // Only this sender writes the slot's mark (and simple's counts); relaxed at the handle's
-          // scope, it reads its own last store, made by an earlier kernel of this channel.
-          if (load_relaxed(&c.sizes[s & (h.slots - 1)], sys) != ll_mark(s)) clean |= 1 << k;
+          // scope, it reads its own last store, made by an earlier kernel of this channel. Loaded
+          // before the wait for the slot, so that the two round trips overlap.
+          const std::uint64_t mark = load_relaxed(&c.sizes[s & (h.slots - 1)], sys);
+          // Acquire (relaxed spin + fence, or a head value seen before): the receiver's reads of this
+          // slot's previous message, which it ordered before its head store, happen before our stores below.
+          const wait_result r = this->wait_send_slot(t);
+          if (r != wait_result::ok) { this->stall(t, s, transport::stall_send_slot, r); break; }
+          if (mark != ll_mark(s)) clean |= 1 << k;
         }
     }
     __syncthreads();

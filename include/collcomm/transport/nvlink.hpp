@@ -498,14 +498,20 @@ void launch(world& w, int rank, coll_args a, const T* in, T* out, Op op, cudaStr
   const bool grouped = w.opts().launch == launch_mode::grouped && nlocal > 1;
 
   // Co-residency: every channel of every rank on this GPU must be resident at once.
+  // Cached per thread, kernel and shared-memory size. The attribute is the kernel's maximum for
+  // the whole process: set to one world's exact size, a launch for a larger world (a split's
+  // parent after a smaller child, another thread's world) fails with "invalid argument" (seen on
+  // the H200). So it is never set below the 48 KiB every kernel may use without opting in.
   static thread_local int checked_device = -1, blocks_per_sm = 0, sms = 0;
   static thread_local const void* checked_kernel = nullptr;
-  if (checked_device != device || checked_kernel != reinterpret_cast<const void*>(kernel)) {
-    detail::cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)), "cudaFuncSetAttribute", rank);
+  static thread_local std::size_t checked_smem = 0;
+  if (checked_device != device || checked_kernel != reinterpret_cast<const void*>(kernel) || checked_smem != smem) {
+    detail::cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(std::max<std::size_t>(smem, 48 << 10))), "cudaFuncSetAttribute", rank);
     detail::cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, Tuning::threads, smem), "cudaOccupancyMaxActiveBlocksPerMultiprocessor", rank);
     detail::cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute", rank);
     checked_device = device;
     checked_kernel = reinterpret_cast<const void*>(kernel);
+    checked_smem = smem;
   }
   // In a world of processes its other ranks on this GPU launch from their own processes (MPS).
   const int sharing = w.is_process() ? w.process().ranks_on_gpu : nlocal;

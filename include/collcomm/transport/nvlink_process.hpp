@@ -36,6 +36,14 @@
 // whose process is gone counts as departed) until every rank did, then free this rank's memory.
 // So a rank never frees memory that a peer still maps.
 //
+// split(color, key) and dup() (communicator<transport::nvlink>) need no bootstrap: the control
+// page also holds a mailbox (two 512-byte posts per rank, written in rounds that every rank of the
+// world takes part in, bounded by the timeout, a dead rank named). One round exchanges colors and
+// keys; then each group runs world::join over a view of the mailbox that keeps its members' posts
+// (mailbox_bootstrap), while ranks of no group post nothing for join's rounds (join_rounds).
+// State: implemented; its one GPU run found a launch bug (gpu::launch's shared-memory attribute),
+// fixed since, not re-run.
+//
 // Several processes on ONE GPU: automatic channels are the SMs shared out among them, so their
 // kernels can be resident together — which needs MPS: without it the processes' contexts
 // time-slice and each wait may take a slice (~2 ms); correct, thousands of times slower.

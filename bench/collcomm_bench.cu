@@ -2,13 +2,15 @@
 // process (several per GPU allowed).
 //
 //   collcomm_bench -k all_reduce -a ring -t f32 -o sum -r 8 -b 8 -e 1G -f 2 -n 20 -w 5 -c 1 [-G] [--json]
-//   (-g ranks per GPU, -C channels, -s slot bytes, -p simple|ll protocol, -R repetitions, --check-max bytes, --no-in-place)
+//   (-g ranks per GPU, -C channels, -s slot bytes, -p simple|ll protocol, -R repetitions, --check-max bytes, --no-in-place,
+//    --nccl: NCCL's same collective on the same ranks after ours, loaded at run time: bench/nccl_peer.hpp)
 //
 // Per size: bytes, count, type, op, then for out-of-place and in-place: time (µs, the median of
 // -R repetitions of -n calls, each the slowest rank's), algbw, busbw (nccl-tests factors) and
 // #wrong (with -c: one checked call of exact small-integer data). `mem` is the device-memory
 // bytes the kernels must move (bench/traffic_model.hpp) over the time, as a fraction of the copy
 // bandwidth measured at start-up in the same run. -G replays the -n calls from a CUDA graph.
+#include "nccl_peer.hpp"
 #include "traffic_model.hpp"
 
 #include <collcomm/algo/direct.hpp>
@@ -46,7 +48,7 @@ struct settings {
   std::size_t min_bytes = 8, max_bytes = std::size_t{1} << 20;
   double factor = 2;
   int iters = 20, warmup = 5, reps = 5;
-  bool check = true, graph = false, json = false, in_place = true;
+  bool check = true, graph = false, json = false, in_place = true, nccl = false;
   std::size_t slot_bytes = 0;
   std::size_t check_max_bytes = std::size_t{4} << 20;  // the host reference is slow beyond
 };
@@ -150,6 +152,70 @@ void run_bench(const settings& st, double copy_bw) {
   std::vector<double> rank_time(n);
   std::vector<long> rank_wrong(n);
   std::vector<std::string> errors(n);
+#if COLLCOMM_BENCH_HAVE_NCCL
+  // --nccl: NCCL's same collective on the same ranks, buffers and streams, right after ours
+  // (out of place, stream-launched), printed as its own line (bench/nccl_peer.hpp).
+  const collcomm_bench::nccl::api* na = nullptr;
+  std::vector<ncclComm_t> ncomms;
+  if (st.nccl) {
+    std::string why;
+    na = collcomm_bench::nccl::load(why);
+    if (na) ncomms = collcomm_bench::nccl::make_comms(*na, devices, why);
+    if (ncomms.empty()) std::printf("# nccl: not run: %s\n", why.c_str());
+    else std::printf("# nccl %d: same sizes, out of place, stream-launched, on the lines marked 'nccl'\n", na->version);
+  }
+  auto time_nccl = [&](int r, std::size_t bytes, index_t count, T* in, T* out, cudaStream_t s, cudaEvent_t e0, cudaEvent_t e1) {
+    constexpr ncclDataType_t t = collcomm_bench::nccl::dtype<T>();
+    auto ncall = [&] {
+      ncclResult_t e = ncclSuccess;
+      ncclComm_t c = ncomms[r];
+      if constexpr (std::is_same_v<K, kind::all_reduce>) e = na->all_reduce(in, out, count, t, ncclSum, c, s);
+      else if constexpr (std::is_same_v<K, kind::reduce_scatter>) e = na->reduce_scatter(in, out, count, t, ncclSum, c, s);
+      else if constexpr (std::is_same_v<K, kind::all_gather>) e = na->all_gather(in, out, count, t, c, s);
+      else if constexpr (std::is_same_v<K, kind::broadcast>) e = na->broadcast(in, out, count, t, 0, c, s);
+      else if constexpr (std::is_same_v<K, kind::reduce>) e = na->reduce(in, out, count, t, ncclSum, 0, c, s);
+      else if constexpr (std::is_same_v<K, kind::all_to_all>) e = na->all_to_all ? na->all_to_all(in, out, count, t, c, s) : ncclInvalidUsage;
+      if (e != ncclSuccess) die("rank " + std::to_string(r) + ": NCCL: " + na->error_string(e));
+    };
+    CUDA_OK(cudaDeviceSynchronize());
+    sync_point.arrive_and_wait();
+    for (int i = 0; i < st.warmup; ++i) ncall();
+    CUDA_OK(cudaStreamSynchronize(s));
+    const int iters = bytes >= (std::size_t{64} << 20) ? std::max(2, st.iters / 4) : st.iters;
+    const int reps = bytes >= (std::size_t{64} << 20) ? std::min(st.reps, 3) : st.reps;
+    std::vector<double> times;
+    for (int rep = 0; rep < reps; ++rep) {
+      sync_point.arrive_and_wait();
+      CUDA_OK(cudaEventRecord(e0, s));
+      for (int i = 0; i < iters; ++i) ncall();
+      CUDA_OK(cudaEventRecord(e1, s));
+      CUDA_OK(cudaEventSynchronize(e1));
+      float ms = 0;
+      cudaEventElapsedTime(&ms, e0, e1);
+      rank_time[r] = ms * 1e3 / iters;
+      sync_point.arrive_and_wait();
+      times.push_back(*std::max_element(rank_time.begin(), rank_time.end()));
+      sync_point.arrive_and_wait();
+    }
+    if (r == 0) {
+      const double us = median(times), algbw = bytes / (us * 1e-6) / 1e9;
+      if (st.json)
+        std::printf("{\"impl\":\"nccl\",\"kind\":\"%s\",\"type\":\"%s\",\"ranks\":%d,\"bytes\":%zu,\"count\":%zu,\"time_us\":%.3f,\"algbw\":%.3f,\"busbw\":%.3f}\n",
+                    K::name, element_name<T>, n, bytes, static_cast<std::size_t>(count), us, algbw, algbw * bus_factor<K>(n));
+      else
+        std::printf("  %12zu %12zu %5s %5s | %9.2f %9.2f %9.2f   nccl\n", bytes, static_cast<std::size_t>(count), element_name<T>, op_name<Op>(), us, algbw,
+                    algbw * bus_factor<K>(n));
+      std::fflush(stdout);
+    }
+  };
+
+#else
+  struct no_nccl {
+    bool empty() const { return true; }
+  } ncomms;
+  auto time_nccl = [](auto&&...) {};
+  if (st.nccl) std::printf("# nccl: not run: this bench was built without nccl.h\n");
+#endif
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r)
     threads.emplace_back([&, r] {
@@ -336,6 +402,7 @@ void run_bench(const settings& st, double copy_bw) {
             std::fflush(stdout);
           }
         }
+        if (!ncomms.empty()) time_nccl(r, bytes, count, in, out, s, e0, e1);
       }
       cudaFree(in);
       cudaFree(out);
@@ -345,6 +412,9 @@ void run_bench(const settings& st, double copy_bw) {
      }
     });
   for (auto& t : threads) t.join();
+#if COLLCOMM_BENCH_HAVE_NCCL
+  if (na) collcomm_bench::nccl::destroy(*na, ncomms);
+#endif
 }
 
 // The compositions the bench can run: looked up by name once, at start-up.
@@ -380,6 +450,7 @@ int main(int argc, char** argv) {
     else if (a == "-p") st.protocol = next();
     else if (a == "--no-in-place") st.in_place = false;
     else if (a == "--json") st.json = true;
+    else if (a == "--nccl") st.nccl = true;
     else die("unknown argument " + a + " (see the comment at the top of bench/collcomm_bench.cu)");
   }
   if (st.ranks < 1) die("-r must be at least 1");

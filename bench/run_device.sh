@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device session's run: GPU tests, the GPU demo, then a bench set, logs under OUT.
 # The binaries are built beforehand on a machine without a GPU (scripts/build_gpu_here.sh) and
-# carried in .deps/bin.   Usage: bench/run_device.sh OUT [tests|bench|all|figures|figures2]
+# carried in .deps/bin.   Usage: bench/run_device.sh OUT [tests|bench|all|figures|figures2|ctest|gpus]
 set -u
 out=$1
 what=${2:-all}
@@ -11,6 +11,14 @@ export CUDA_MODULE_LOADING=EAGER
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv > "$out/env.txt" 2>&1
 git log -1 --format='commit %H %s' >> "$out/env.txt" 2>/dev/null
 git status --short | head -20 >> "$out/env.txt" 2>/dev/null
+# NCCL for --nccl (bench/nccl_peer.hpp): the GPU machines have it inside PyTorch's wheels.
+if [[ -z ${COLLCOMM_NCCL_LIB:-} ]]; then
+  COLLCOMM_NCCL_LIB=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null || true)
+  [[ -f $COLLCOMM_NCCL_LIB ]] || COLLCOMM_NCCL_LIB=$(find / -xdev -name 'libnccl.so.2' 2>/dev/null | head -1)
+  export COLLCOMM_NCCL_LIB
+fi
+echo "nccl: ${COLLCOMM_NCCL_LIB:-none found}" >> "$out/env.txt"
+export NCCL_NVLS_ENABLE=0  # never NVLink multicast (the bench forces it off too)
 b() { echo "\$ collcomm_bench $*"; local t0=$SECONDS; timeout "${T:-60}" $bin/collcomm_bench "$@"; echo "# exit $? ($((SECONDS - t0)) s)"; }
 if [[ $what == tests || $what == all ]]; then
   for t in test_gpu_collectives test_gpu_api; do
@@ -105,4 +113,19 @@ if [[ $what == ctest ]]; then
       done
     done
   } > "$out/fig_large.txt" 2>&1
+fi
+if [[ $what == gpus ]]; then
+  # Issue 5: one rank per GPU on every GPU of the machine, collcomm beside NCCL (--nccl), the four
+  # kinds 8 B to 1 GiB, and small all_reduce from a graph. Run on nvidia-h200-x2/x4/x8.
+  G=$(nvidia-smi -L | wc -l)
+  for k in all_reduce reduce_scatter all_gather broadcast; do
+    T=300 b -k $k -a ring -r $G -g 1 -b 16 -e 1G -f 4 -n 20 -w 3 -R 3 -c 1 -s 1M --nccl
+  done > "$out/gpus_ring_$G.txt" 2>&1
+  {
+    for a in one_shot two_shot; do
+      b -k all_reduce -a $a -r $G -g 1 -b 8 -e 1M -f 4 -n 50 -w 10 -R 7 -c 1 -G -C 1
+      b -k all_reduce -a $a -r $G -g 1 -b 8 -e 1M -f 4 -n 50 -w 10 -R 7 -c 1 -C 1 --nccl
+    done
+    b -k all_reduce -a tree -p ll -r $G -g 1 -b 8 -e 1M -f 4 -n 50 -w 10 -R 7 -c 1 -G -C 4
+  } > "$out/gpus_small_$G.txt" 2>&1
 fi

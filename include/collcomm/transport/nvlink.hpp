@@ -717,6 +717,11 @@ class communicator<transport::nvlink> {
   template <class K, class Algo, class T, class Op>
   void run_staged(const coll_args& a, const T* in, index_t in_elems, T* out, index_t out_elems, const Op& op, cudaStream_t stream) const {
     w_->check_usable(K::name, rank_);
+    if (w_->opts().connections == gpu::placement::host)
+      detail::fail(errc::invalid_usage, K::name, rank_,
+                   std::string("algorithm ") + Algo::name +
+                       " reads peers' buffers; this world's connections are staged through host memory (option 'connections' = "
+                       "placement::host), which carries FIFO algorithms only: use ring, tree, recursive_doubling or pairwise");
     const gpu::world::process_view& p = w_->process();
     const std::size_t in_bytes = in_elems * sizeof(T), out_bytes = out_elems * sizeof(T);
     if (p.window_bytes == 0 || in_bytes > p.window_bytes || out_bytes > p.window_bytes)

@@ -112,7 +112,8 @@ struct hello_record {
   std::int64_t pid;
   std::uint64_t host;
   unsigned char uuid[16];  // the GPU (device numbers differ across processes)
-  std::int32_t sms, channels, slots, reserved;
+  std::int32_t sms, channels, slots;
+  std::int32_t connections;  // options::connections: placement::host stages every connection through host memory
   std::uint64_t slot_bytes, window_bytes;
 };
 
@@ -157,6 +158,11 @@ class process_resources {
 
   host::detail::shm_segment page_;
   bool registered_ = false;
+  // Staged worlds (options::connections = placement::host): every connection of the world in one
+  // segment of POSIX shared memory, mapped and registered here (cudaHostRegister mapped |
+  // portable); no device memory of a peer is opened.
+  host::detail::shm_segment conns_;
+  bool conns_registered_ = false;
   bool joined_ = false;       // every rank mapped everything: destruction waits for the others
   void* mine_ = nullptr;      // this rank's exported allocation
   std::vector<void*> opened_;  // (rank) a peer's allocation opened here, or null
@@ -233,6 +239,9 @@ class process_resources {
           std::this_thread::sleep_for(std::chrono::microseconds(200));
       }
     }
+    if (conns_registered_) cudaHostUnregister(conns_.base());
+    conns_registered_ = false;
+    conns_ = host::detail::shm_segment{};  // unmaps and closes; the memory goes with the last rank's mapping
     if (registered_) cudaHostUnregister(page_.base());
     registered_ = false;
     page_ = host::detail::shm_segment{};  // unmaps, closes, drops the liveness lock
@@ -309,6 +318,7 @@ std::shared_ptr<world> world::join(B& boot, int device, options opts) {
   hello.slots = opts.slots;
   hello.slot_bytes = opts.slot_bytes;
   hello.window_bytes = opts.window_bytes;
+  hello.connections = static_cast<std::int32_t>(opts.connections);
   const auto hellos = ipc_detail::all_gather_records(boot, hello);
   for (int q = 1; q < n; ++q) {
     const auto &h = hellos[static_cast<std::size_t>(q)], &h0 = hellos[0];
@@ -322,7 +332,12 @@ std::shared_ptr<world> world::join(B& boot, int device, options opts) {
     differs("slots", h.slots, h0.slots);
     differs("slot_bytes", h.slot_bytes, h0.slot_bytes);
     differs("window_bytes", h.window_bytes, h0.window_bytes);
+    differs("connections (0 device, 1 host)", h.connections, h0.connections);
   }
+  // Staged: the connections sit in host memory that every process maps; no peer's GPU memory is
+  // opened (the GPUs need no peer access), and only FIFO schedules run (the direct ones are
+  // refused by the communicators), so no window is made either.
+  const bool staged = opts.connections == placement::host;
   auto same_gpu = [&](int a, int b) {
     const auto &x = hellos[static_cast<std::size_t>(a)], &y = hellos[static_cast<std::size_t>(b)];
     return x.host == y.host && std::memcmp(x.uuid, y.uuid, sizeof x.uuid) == 0;
@@ -349,26 +364,40 @@ std::shared_ptr<world> world::join(B& boot, int device, options opts) {
   auto res = std::make_shared<ipc_detail::process_resources>(me, n, device, opts.timeout);
   const ipc_detail::page_layout& page = res->layout();
 
-  // This rank's allocation: connections | barrier lines | window (input, output).
+  // This rank's allocation: connections | barrier lines | window (input, output). Staged: none;
+  // the connections of every receiver, in receiver order, make one shared segment instead.
   const std::size_t per_conn = opts.slot_bytes * opts.slots + sizeof(std::uint64_t) * (opts.slots + 2);
-  const std::size_t conn_bytes = per_conn * static_cast<std::size_t>(nc) * n;
+  const std::size_t conn_bytes = per_conn * static_cast<std::size_t>(nc) * n;  // one receiver's
   const std::size_t barrier_at = ipc_detail::align_up(conn_bytes, 256);
   const std::size_t window_at = ipc_detail::align_up(barrier_at + 128 * static_cast<std::size_t>(nc), 256);
-  const std::size_t total = window_at + 2 * opts.window_bytes;
+  const std::size_t total = staged ? 0 : window_at + 2 * opts.window_bytes;
+  const std::size_t staged_bytes = staged ? ipc_detail::align_up(conn_bytes * n, 4096) : 0;
 
+  // Both names are known to every rank before either exists, and every rank unlinks both on
+  // every way out of join (host/segment.hpp): nothing stays in /dev/shm, even after a SIGKILL.
   const std::string name = hd::segment_name(hellos[0].token, "g");
+  const std::string conns_name = hd::segment_name(hellos[0].token, "gc");
+  auto unlink_names = [&] {
+    hd::shm_segment::unlink(name);
+    if (staged) hd::shm_segment::unlink(conns_name);
+  };
   try {
     // 2. Every rank exports its memory; rank 0 also makes the control page.
     std::string err;
     ipc_detail::memory_record rec{};
     try {
-      detail::cuda_check(cudaMalloc(&res->mine_, total), "gpu::world::join: cudaMalloc", me);
-      detail::cuda_check(cudaMemset(res->mine_, 0, total), "gpu::world::join: cudaMemset", me);
-      detail::cuda_check(cudaStreamSynchronize(nullptr), "gpu::world::join: cudaStreamSynchronize", me);
-      detail::cuda_check(cudaIpcGetMemHandle(&rec.handle, res->mine_), "cudaIpcGetMemHandle", me);
-      rec.base = reinterpret_cast<std::uintptr_t>(res->mine_);
+      if (!staged) {
+        detail::cuda_check(cudaMalloc(&res->mine_, total), "gpu::world::join: cudaMalloc", me);
+        detail::cuda_check(cudaMemset(res->mine_, 0, total), "gpu::world::join: cudaMemset", me);
+        detail::cuda_check(cudaStreamSynchronize(nullptr), "gpu::world::join: cudaStreamSynchronize", me);
+        detail::cuda_check(cudaIpcGetMemHandle(&rec.handle, res->mine_), "cudaIpcGetMemHandle", me);
+        rec.base = reinterpret_cast<std::uintptr_t>(res->mine_);
+      }
       rec.bytes = total;
       if (me == 0) res->page_ = hd::shm_segment::create(name, page.bytes, page.bytes, me);
+      // Staged: every page allocated now (a page that tmpfs cannot supply later would be a SIGBUS;
+      // registration pins them all anyway), zero: every counter starts at 0.
+      if (me == 0 && staged) res->conns_ = hd::shm_segment::create(conns_name, staged_bytes, staged_bytes, me);
     } catch (const error& e) {
       err = e.what();
     }
@@ -386,10 +415,20 @@ std::shared_ptr<world> world::join(B& boot, int device, options opts) {
       res->registered_ = true;
       void* dpage = nullptr;
       detail::cuda_check(cudaHostGetDevicePointer(&dpage, res->page(), 0), "cudaHostGetDevicePointer (control page)", me);
+      char* dconns = nullptr;  // staged: the connections segment as this process's GPU addresses it
+      if (staged) {
+        if (me != 0) res->conns_ = hd::shm_segment::open(conns_name, staged_bytes, me);
+        detail::cuda_check(cudaHostRegister(res->conns_.base(), staged_bytes, cudaHostRegisterMapped | cudaHostRegisterPortable),
+                           "cudaHostRegister (connections in host memory)", me);
+        res->conns_registered_ = true;
+        void* p = nullptr;
+        detail::cuda_check(cudaHostGetDevicePointer(&p, res->conns_.base(), 0), "cudaHostGetDevicePointer (connections in host memory)", me);
+        dconns = static_cast<char*>(p);
+      }
 
       res->opened_.assign(static_cast<std::size_t>(n), nullptr);
-      std::vector<char*> base(static_cast<std::size_t>(n));  // (rank) its allocation, in this address space
-      for (int q = 0; q < n; ++q) {
+      std::vector<char*> base(static_cast<std::size_t>(n));  // (rank) its allocation, in this address space; staged: none
+      for (int q = 0; q < n && !staged; ++q) {
         const auto& r = recs[static_cast<std::size_t>(q)];
         if (r.bytes != total)
           detail::fail(errc::internal, where, me, "rank " + std::to_string(q) + " allocated " + std::to_string(r.bytes) + " bytes, this rank " + std::to_string(total));
@@ -411,7 +450,8 @@ std::shared_ptr<world> world::join(B& boot, int device, options opts) {
       for (int dst = 0; dst < n; ++dst)
         for (int c = 0; c < nc; ++c)
           for (int src = 0; src < n; ++src) {
-            char* b = base[static_cast<std::size_t>(dst)] + per_conn * (static_cast<std::size_t>(c) * n + src);
+            char* recv_base = staged ? dconns + conn_bytes * static_cast<std::size_t>(dst) : base[static_cast<std::size_t>(dst)];
+            char* b = recv_base + per_conn * (static_cast<std::size_t>(c) * n + src);
             auto* sizes = reinterpret_cast<std::uint64_t*>(b + opts.slot_bytes * opts.slots);
             table[(static_cast<std::size_t>(c) * n + src) * n + dst] = {b, sizes, sizes + opts.slots, sizes + opts.slots + 1};
           }
@@ -419,9 +459,10 @@ std::shared_ptr<world> world::join(B& boot, int device, options opts) {
       detail::cuda_check(cudaMemcpy(t, table.data(), sizeof(transport::fifo_view) * table.size(), cudaMemcpyHostToDevice), "gpu::world::join: cudaMemcpy", me);
       w->fifo_tables_.push_back({device, t});
 
-      // Direct primitives read peers' buffers from this table: every rank's window, on every channel.
+      // Direct primitives read peers' buffers from this table: every rank's window, on every channel
+      // (staged: left null; FIFO schedules only write their own entry, which no one reads).
       std::vector<transport::buffer_pair> buffers(static_cast<std::size_t>(nc) * n);
-      for (int c = 0; c < nc; ++c)
+      for (int c = 0; c < nc && !staged; ++c)
         for (int q = 0; q < n; ++q) {
           char* win = base[static_cast<std::size_t>(q)] + window_at;
           buffers[static_cast<std::size_t>(c) * n + q] = {win, win + opts.window_bytes};
@@ -440,9 +481,15 @@ std::shared_ptr<world> world::join(B& boot, int device, options opts) {
       // clients share the GPU; without it, contexts switch): device scope, as a world of threads
       // on one GPU. Ranks on several GPUs need system scope. (The abort word and the stall records
       // are host memory and always use system scope.)
-      h.system_scope = on_gpu != n;
+      // Staged connections are host memory, written and read over PCIe: system scope always.
+      h.system_scope = staged || on_gpu != n;
       h.steps = static_cast<std::uint64_t*>(w->alloc(device, sizeof(std::uint64_t) * n * nc * n * 2));
-      h.barrier = reinterpret_cast<std::uint64_t*>(base[0] + barrier_at);
+      // The barrier is the direct schedules' alone (an atomic add, which host memory reached over
+      // PCIe does not promise). Staged, no direct schedule runs (refused on the host), so this
+      // rank's lines are its own: a barrier reached anyway would wait for arrivals that never come
+      // and end by the timeout, an error, never a wrong result.
+      h.barrier = staged ? static_cast<std::uint64_t*>(w->alloc(device, 128 * static_cast<std::size_t>(nc)))
+                         : reinterpret_cast<std::uint64_t*>(base[0] + barrier_at);
       h.barrier_stride = 128 / sizeof(std::uint64_t);
       h.abort = reinterpret_cast<std::uint32_t*>(static_cast<char*>(dpage) + ipc_detail::page_layout::abort_word);
       h.stall = reinterpret_cast<transport::stall_record*>(static_cast<char*>(dpage) + page.stall);
@@ -450,10 +497,10 @@ std::shared_ptr<world> world::join(B& boot, int device, options opts) {
       err = e.what();
     }
     errs = hd::exchange_status(boot, err);  // every rank mapped everything (or said why not)
-    hd::shm_segment::unlink(name);
+    unlink_names();
     ipc_detail::check_joined(errs, where, me);
   } catch (...) {
-    hd::shm_segment::unlink(name);
+    unlink_names();
     throw;
   }
   res->joined_ = true;
@@ -471,8 +518,8 @@ std::shared_ptr<world> world::join(B& boot, int device, options opts) {
   v.ranks_on_gpu = on_gpu;
   v.abort_word = r->word(ipc_detail::page_layout::abort_word);
   v.abort_text = reinterpret_cast<const char*>(r->page() + ipc_detail::page_layout::abort_text);
-  v.window = reinterpret_cast<std::byte*>(static_cast<char*>(r->mine_) + window_at);
-  v.window_bytes = opts.window_bytes;
+  v.window = staged ? nullptr : reinterpret_cast<std::byte*>(static_cast<char*>(r->mine_) + window_at);
+  v.window_bytes = staged ? 0 : opts.window_bytes;
   v.dead_ranks = [r] { return r->dead_ranks(); };
   v.abort = [r](int rank, const std::string& why) { r->abort(rank, why); };
   v.mailbox = [r](std::span<const std::byte> mine) { return r->post_round(mine, "split"); };

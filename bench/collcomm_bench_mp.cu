@@ -1,9 +1,11 @@
 // bench/collcomm_bench_mp.cu — collcomm_bench's figures with ranks as PROCESSES on one GPU
-// (transport::nvlink over CUDA IPC, gpu::world::join). Run it plainly and it re-executes itself
-// as -n ranks (torchrun-style variables, bootstrap::from_env); under torchrun or mpirun (RANK /
-// WORLD_SIZE already set) it is one rank. Several processes on one GPU need MPS to be fast.
+// (transport::nvlink over CUDA IPC, gpu::world::join; or, with -T pcie, transport::pcie staged
+// through POSIX shared memory registered with cudaHostRegister). Run it plainly and it re-executes
+// itself as -n ranks (torchrun-style variables, bootstrap::from_env); under torchrun or mpirun
+// (RANK / WORLD_SIZE already set) it is one rank. Several processes on one GPU need MPS to be fast.
 //
 //   collcomm_bench_mp -n 4 -k all_reduce -a ring -b 8 -e 1G -f 4 [-w 5] [-i 20] [-c 0|1] [-C channels] [-S slot_bytes]
+//                     [-T nvlink|pcie]
 //
 // Per size, as collcomm_bench: bytes, count, type, op, time (µs, the slowest rank's mean of -i
 // calls queued back to back), algbw, busbw (nccl-tests factors), mem% (the modeled device-memory
@@ -11,11 +13,22 @@
 // copy bandwidth measured in the same run) and #wrong (a checked call after the timed ones:
 // inputs are small integers, exact in any order, made and checked on the GPU), out of place,
 // then in place. f32, sum.
+//
+// -T pcie: the staged path across processes (FIFO algorithms only: ring, tree). Rank 0 first
+// measures the pinned host<->device copy bandwidth (bench/pcie_link_model.hpp: each way alone and
+// both at once); instead of mem%, each line gives d2h% and h2d%: the slot bytes all ranks' kernels
+// wrote to (up) and read from (down) host memory in one call, counted by running the schedule,
+// over the time, as a fraction of the one-way pinned copy bandwidths (every message crosses the
+// link twice: up into the host slot, down out of it). The connections take n^2 x channels x slots
+// x slot_bytes of /dev/shm (8 processes, 8 channels, 8 x 256 KiB: 1 GiB).
+// NOT YET RUN ON A GPU with -T pcie (2026-12-03).
 #include <collcomm/bootstrap/env.hpp>
 #include <collcomm/collcomm.hpp>
 #include <collcomm/collectives.hpp>
 #include <collcomm/transport/nvlink.hpp>
+#include <collcomm/transport/pcie.hpp>
 
+#include "pcie_link_model.hpp"
 #include "traffic_model.hpp"
 
 #include <cuda_runtime.h>
@@ -36,6 +49,7 @@ extern char** environ;
 
 using namespace collcomm;
 using nvcomm = communicator<transport::nvlink>;
+using pcomm = communicator<transport::pcie>;
 
 namespace {
 
@@ -50,7 +64,7 @@ namespace {
 
 struct settings {
   int ranks = 2;
-  std::string kind = "all_reduce", algo = "ring";
+  std::string kind = "all_reduce", algo = "ring", transport = "nvlink";
   std::size_t min_bytes = 8, max_bytes = std::size_t{1} << 30;
   double factor = 4;
   int warmup = 5, iters = 20, channels = 0;
@@ -108,8 +122,8 @@ double bus_factor(int n) {
   else return 1.0;
 }
 
-template <class K, class A>
-void call(nvcomm& c, const float* in, float* out, index_t count, cudaStream_t s) {
+template <class K, class A, class Comm>
+void call(Comm& c, const float* in, float* out, index_t count, cudaStream_t s) {
   if constexpr (std::is_same_v<K, kind::all_reduce>) all_reduce<A>(c, in, out, count, op::sum{}, s);
   else if constexpr (std::is_same_v<K, kind::reduce_scatter>) reduce_scatter<A>(c, in, out, count, op::sum{}, s);
   else if constexpr (std::is_same_v<K, kind::all_gather>) all_gather<A>(c, in, out, count, s);
@@ -150,8 +164,13 @@ double copy_bandwidth() {
   return 2.0 * bytes / (t[t.size() / 2] * 1e-3);
 }
 
-template <class K, class A>
+template <class K, class A, class Comm>
 int run(const settings& st) {
+  constexpr bool pcie = std::is_same_v<Comm, pcomm>;
+  if constexpr (pcie && A::needs_direct) {
+    std::fprintf(stderr, "collcomm_bench_mp: -T pcie runs FIFO algorithms only (ring, tree); %s loads peers' buffers\n", A::name);
+    return 1;
+  } else {
   auto boot = bootstrap::from_env(std::chrono::seconds(120));
   const int n = boot.size(), me = boot.rank();
   CUDA_OK(cudaSetDevice(0));
@@ -160,11 +179,16 @@ int run(const settings& st) {
   if (st.slot_bytes > 0) o.slot_bytes = st.slot_bytes;
   o.timeout = std::chrono::seconds(60);
   if (A::needs_direct) o.window_bytes = std::max<std::size_t>(o.window_bytes, (st.max_bytes + 255) / 256 * 256);
+  if (pcie) o.window_bytes = 0;  // staged: no window (and the option is not used)
   gpu::preload<K, A, float, std::conditional_t<K::reduces, op::sum, op::none>>();
   double copy_bw = 0;
-  if (me == 0) copy_bw = copy_bandwidth();
+  collcomm_bench::pinned_bandwidth pinned{};
+  if (me == 0) {
+    if constexpr (pcie) pinned = collcomm_bench::measure_pinned_bandwidth();
+    else copy_bw = copy_bandwidth();
+  }
   boot.barrier();
-  nvcomm comm(boot, 0, o);
+  Comm comm(boot, 0, o);
   const gpu::options ro = comm.gpu_world().opts();
   std::vector<std::size_t> sizes;
   for (double b = static_cast<double>(st.min_bytes); b <= static_cast<double>(st.max_bytes) * 1.0001; b *= st.factor) sizes.push_back(static_cast<std::size_t>(b));
@@ -179,11 +203,17 @@ int run(const settings& st) {
   cudaEvent_t e0, e1;
   cudaEventCreate(&e0);
   cudaEventCreate(&e1);
-  if (me == 0) {
+  if (me == 0 && !pcie) {
     std::printf("# %s %s f32 sum processes=%d (one GPU, nvlink IPC) channels=%d slot_bytes=%zu iters=%d copy_bw=%.1f GB/s\n", K::name, A::name, n,
                 ro.channels, ro.slot_bytes, st.iters, copy_bw / 1e9);
     std::printf("# %12s %12s %5s %5s | %9s %9s %9s %6s %6s | %9s %9s %9s %6s %6s\n", "size(B)", "count", "type", "op", "time(us)", "algbw", "busbw", "mem%",
                 "#wrong", "time(us)", "algbw", "busbw", "mem%", "#wrong");
+  } else if (me == 0) {
+    std::printf("# %s %s f32 sum processes=%d (one GPU, pcie staged through POSIX shm + cudaHostRegister) channels=%d slot_bytes=%zu slots=%d iters=%d; "
+                "pinned copy h2d=%.1f GB/s d2h=%.1f GB/s, both at once %.1f GB/s each way\n",
+                K::name, A::name, n, ro.channels, ro.slot_bytes, ro.slots, st.iters, pinned.h2d / 1e9, pinned.d2h / 1e9, pinned.both / 1e9);
+    std::printf("# %12s %12s %5s %5s | %9s %9s %9s %5s %5s %6s | %9s %9s %9s %5s %5s %6s\n", "size(B)", "count", "type", "op", "time(us)", "algbw", "busbw",
+                "d2h%", "h2d%", "#wrong", "time(us)", "algbw", "busbw", "d2h%", "h2d%", "#wrong");
   }
   const bool has_ip = supports_in_place<A>;
   for (std::size_t bytes : sizes) {
@@ -242,9 +272,17 @@ int run(const settings& st) {
       if (me == 0) {
         const double algbw = bytes / (us * 1e-6) / 1e9;
         const index_t align = 4;
-        const double mem = collcomm_bench::traffic_bytes<K, A>(base, ro.channels, static_cast<index_t>(ro.slot_bytes / sizeof(float)) / align * align, align, sizeof(float)) /
-                           (us * 1e-6) / copy_bw;
-        std::printf(" %9.2f %9.2f %9.2f %5.0f%% %6lld %s", us, algbw, algbw * bus_factor<K>(n), mem * 100, w, place == 1 || !has_ip ? "\n" : "|");
+        const index_t slot = static_cast<index_t>(ro.slot_bytes / sizeof(float)) / align * align;
+        if constexpr (pcie) {
+          double up = 0, down = 0;
+          collcomm_bench::link_bytes<K, A>(base, ro.channels, slot, align, sizeof(float), up, down);
+          const double sec = us * 1e-6;
+          std::printf(" %9.2f %9.2f %9.2f %4.0f%% %4.0f%% %6lld %s", us, algbw, algbw * bus_factor<K>(n), 100 * up / sec / pinned.d2h,
+                      100 * down / sec / pinned.h2d, w, place == 1 || !has_ip ? "\n" : "|");
+        } else {
+          const double mem = collcomm_bench::traffic_bytes<K, A>(base, ro.channels, slot, align, sizeof(float)) / (us * 1e-6) / copy_bw;
+          std::printf(" %9.2f %9.2f %9.2f %5.0f%% %6lld %s", us, algbw, algbw * bus_factor<K>(n), mem * 100, w, place == 1 || !has_ip ? "\n" : "|");
+        }
         std::fflush(stdout);
       }
     }
@@ -254,16 +292,17 @@ int run(const settings& st) {
   cudaFree(wrong);
   cudaStreamDestroy(s);
   return 0;
+  }
 }
 
-template <class K>
+template <class K, class Comm>
 int run_algo(const settings& st) {
-  if (st.algo == "ring") return run<K, algo::ring>(st);
+  if (st.algo == "ring") return run<K, algo::ring, Comm>(st);
   if constexpr (std::is_same_v<K, kind::all_reduce> || std::is_same_v<K, kind::broadcast>)
-    if (st.algo == "tree") return run<K, algo::tree>(st);
+    if (st.algo == "tree") return run<K, algo::tree, Comm>(st);
   if constexpr (std::is_same_v<K, kind::all_reduce>) {
-    if (st.algo == "one_shot") return run<K, algo::one_shot>(st);
-    if (st.algo == "two_shot") return run<K, algo::two_shot>(st);
+    if (st.algo == "one_shot") return run<K, algo::one_shot, Comm>(st);
+    if (st.algo == "two_shot") return run<K, algo::two_shot, Comm>(st);
   }
   std::fprintf(stderr, "collcomm_bench_mp: algorithm '%s' is not built for %s (ring; tree for all_reduce and broadcast; one_shot, two_shot for all_reduce)\n",
                st.algo.c_str(), K::name);
@@ -324,17 +363,23 @@ int main(int argc, char** argv) {
     else if (k == "-c") st.check = std::atoi(v) != 0;
     else if (k == "-C") st.channels = std::atoi(v);
     else if (k == "-S") st.slot_bytes = parse_size(v);
+    else if (k == "-T") st.transport = v;
     else {
       std::fprintf(stderr, "collcomm_bench_mp: unknown option %s\n", k.c_str());
       return 1;
     }
   }
+  if (st.transport != "nvlink" && st.transport != "pcie") {
+    std::fprintf(stderr, "collcomm_bench_mp: -T %s is not one of nvlink, pcie\n", st.transport.c_str());
+    return 1;
+  }
   if (!std::getenv("RANK")) return launch(st.ranks, argv);  // the launcher: make the ranks
   try {
-    if (st.kind == "all_reduce") return run_algo<kind::all_reduce>(st);
-    if (st.kind == "reduce_scatter") return run_algo<kind::reduce_scatter>(st);
-    if (st.kind == "all_gather") return run_algo<kind::all_gather>(st);
-    if (st.kind == "broadcast") return run_algo<kind::broadcast>(st);
+    const bool pcie = st.transport == "pcie";
+    if (st.kind == "all_reduce") return pcie ? run_algo<kind::all_reduce, pcomm>(st) : run_algo<kind::all_reduce, nvcomm>(st);
+    if (st.kind == "reduce_scatter") return pcie ? run_algo<kind::reduce_scatter, pcomm>(st) : run_algo<kind::reduce_scatter, nvcomm>(st);
+    if (st.kind == "all_gather") return pcie ? run_algo<kind::all_gather, pcomm>(st) : run_algo<kind::all_gather, nvcomm>(st);
+    if (st.kind == "broadcast") return pcie ? run_algo<kind::broadcast, pcomm>(st) : run_algo<kind::broadcast, nvcomm>(st);
     std::fprintf(stderr, "collcomm_bench_mp: kind '%s' is not one of all_reduce, reduce_scatter, all_gather, broadcast\n", st.kind.c_str());
     return 1;
   } catch (const std::exception& e) {

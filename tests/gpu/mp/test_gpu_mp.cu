@@ -1,5 +1,6 @@
 // GPU executor across processes (labels gpu;mp and gpu;mp;fault): transport::nvlink over CUDA
-// IPC, N = 2, 3, 4, 8 processes on one GPU.
+// IPC, and transport::pcie staged through POSIX shared memory registered with cudaHostRegister
+// (test cases named "... pcie ..."), N = 2, 3, 4, 8 processes on one GPU.
 //
 // The test re-executes itself (posix_spawn of /proc/self/exe) as each rank, so no child inherits
 // a CUDA-initialised process; ranks bootstrap torchrun-style (MASTER_ADDR, MASTER_PORT, RANK,
@@ -7,9 +8,14 @@
 // file each. Modes (argv[1]):
 //   (none)    matrix, leak: needs MPS running (else SKIPPED, exit 77): several processes'
 //             kernels on one GPU time-slice without it
-//   --no-mps  a small correctness run without MPS: 2 processes, few small calls, long timeout
+//   --no-mps [P]  a small correctness run without MPS: 2 processes, few small calls, long timeout
+//             (P: only the no-MPS cases matching doctest pattern P, e.g. '*pcie*')
 //   --fault   abort, a rank SIGKILLed mid-collective (needs MPS too)
-//   --only P  the test cases whose names match doctest pattern P (under MPS)
+//   --only P  the test cases whose names match doctest pattern P (under MPS), e.g. '*pcie*'
+// The pcie cases: every FIFO schedule of all_reduce, reduce_scatter, all_gather, broadcast, reduce
+// and all_to_all (N = 2, 3, 4, 8, in and out of place, 20 calls queued), a direct algorithm
+// refused, 1000 communicators (and their dups) made and destroyed, a rank SIGKILLed mid-call, and
+// a small run without MPS. NOT YET RUN ON A GPU when written (2026-12-03).
 // Inputs are fresh random each run (the seed is printed), outputs poisoned, every element
 // checked against tests/common/exact_reference.hpp.
 #define DOCTEST_CONFIG_IMPLEMENT
@@ -19,7 +25,9 @@
 #include <collcomm/collcomm.hpp>
 #include <collcomm/collectives.hpp>
 #include <collcomm/transport/nvlink.hpp>
+#include <collcomm/transport/pcie.hpp>
 #include <common/exact_reference.hpp>
+#include <common/matrix.hpp>
 
 #include <cuda_runtime.h>
 
@@ -49,6 +57,7 @@ using namespace collcomm;
 using namespace collcomm_test;
 using namespace std::chrono_literals;
 using nvcomm = communicator<transport::nvlink>;
+using pcomm = communicator<transport::pcie>;
 
 namespace {
 
@@ -174,26 +183,31 @@ void report(const char* fmt, ...) {
 
 std::uint64_t env_u64(const char* name) { return std::strtoull(std::getenv(name), nullptr, 10); }
 
+// In place: where the input sits in the output (elements); reduce_scatter's output sits in its
+// input instead (block `rank`), handled by run_case.
 template <class K>
 long in_place_offset(index_t count, int rank) {
   if constexpr (std::is_same_v<K, kind::all_gather>) return static_cast<long>(rank * count);
   else if constexpr (std::is_same_v<K, kind::reduce_scatter>) return -2;  // output inside the input
-  else return 0;
+  else return 0;  // all_reduce, broadcast, reduce
 }
 
-template <class K, class A, class T, class Op>
-void call(nvcomm& comm, const T* in, T* out, index_t count, int root, Op op, cudaStream_t s) {
+template <class K, class A, class T, class Op, class Comm>
+void call(Comm& comm, const T* in, T* out, index_t count, int root, Op op, cudaStream_t s) {
   if constexpr (std::is_same_v<K, kind::all_reduce>) all_reduce<A>(comm, in, out, count, op, s);
   else if constexpr (std::is_same_v<K, kind::reduce_scatter>) reduce_scatter<A>(comm, in, out, count, op, s);
   else if constexpr (std::is_same_v<K, kind::all_gather>) all_gather<A>(comm, in, out, count, s);
-  else broadcast<A>(comm, in, out, count, root, s);
+  else if constexpr (std::is_same_v<K, kind::broadcast>) broadcast<A>(comm, in, out, count, root, s);
+  else if constexpr (std::is_same_v<K, kind::reduce>) reduce<A>(comm, in, out, count, op, root, s);
+  else if constexpr (std::is_same_v<K, kind::all_to_all>) all_to_all<A>(comm, in, out, count, s);
+  else static_assert(sizeof(K) == 0, "kind not covered by call");
 }
 
 // One case on this rank: `queued` calls back to back on the stream (each its own buffers),
 // then every output element checked. Returns "" or the first mismatch. Buffers are allocated and
 // freed only while no peer's kernel runs (bootstrap barriers around the launches).
-template <class K, class A, class T, class Op>
-std::string run_case(nvcomm& comm, bootstrap::tcp& boot, cudaStream_t s, index_t count, bool in_place, int root, int queued, std::uint64_t seed) {
+template <class K, class A, class T, class Op, class Comm>
+std::string run_case(Comm& comm, bootstrap::tcp& boot, cudaStream_t s, index_t count, bool in_place, int root, int queued, std::uint64_t seed) {
   const int n = comm.size(), me = comm.rank();
   coll_args base{};
   base.nranks = n;
@@ -246,12 +260,20 @@ std::string run_case(nvcomm& comm, bootstrap::tcp& boot, cudaStream_t s, index_t
     CK(cudaMemcpy(got.data(), outs[q], (out_alloc + 1) * sizeof(T), cudaMemcpyDeviceToHost));
     const index_t off = rs_ip ? me * count : 0;
     std::ostringstream m;
-    const auto& ex = *expect[q][me];
-    for (index_t i = 0; i < static_cast<index_t>(ex.size()); ++i)
-      if (!same_bits(got[off + i], ex[i])) {
-        m << "call " << q << " element " << i << ": got " << show(got[off + i]) << " expected " << show(ex[i]);
-        break;
-      }
+    if (expect[q][me]) {
+      const auto& ex = *expect[q][me];
+      for (index_t i = 0; i < static_cast<index_t>(ex.size()); ++i)
+        if (!same_bits(got[off + i], ex[i])) {
+          m << "call " << q << " element " << i << ": got " << show(got[off + i]) << " expected " << show(ex[i]);
+          break;
+        }
+    } else if (!in_place) {  // no output here (reduce's non-roots): it must stay poisoned
+      for (index_t i = 0; i < out_n; ++i)
+        if (!same_bits(got[i], poison)) {
+          m << "call " << q << " non-significant output element " << i << " was written";
+          break;
+        }
+    }
     if (!same_bits(got[out_alloc], poison)) m << "call " << q << " wrote past the end of its output";
     err = m.str();
   }
@@ -309,6 +331,72 @@ int scenario_matrix(bootstrap::tcp& boot, int queued, std::vector<index_t> count
   return failures == 0 ? 0 : 1;
 }
 
+// transport::pcie across processes, staged: small connections (4 channels of 4 slots of 16 KiB)
+// so that the larger counts take many messages and reuse every slot, and the shared segment stays
+// small (8 processes: 64 x 4 x 4 x 16 KiB = 16 MiB of /dev/shm).
+gpu::options pcie_options() {
+  gpu::options o;
+  o.channels = 4;
+  o.slots = 4;
+  o.slot_bytes = 16 << 10;
+  o.timeout = 20s;
+  o.connections = gpu::placement::host;
+  return o;
+}
+
+template <class K>
+constexpr bool pcie_matrix_kind = std::is_same_v<K, kind::all_reduce> || std::is_same_v<K, kind::reduce_scatter> || std::is_same_v<K, kind::all_gather> ||
+                                  std::is_same_v<K, kind::broadcast> || std::is_same_v<K, kind::reduce> || std::is_same_v<K, kind::all_to_all>;
+
+// Every FIFO schedule (tests/common/matrix.hpp: ring, tree, recursive_doubling, pairwise, linear,
+// ...) of the six kinds, f32 (sum for the reducing kinds), each count in and out of place, then a
+// direct algorithm refused with errc::invalid_usage naming it and this rank.
+int scenario_pcie_matrix(bootstrap::tcp& boot, int queued, std::vector<index_t> counts, gpu::options o) {
+  const int me = boot.rank(), n = boot.size();
+  pcomm comm(boot, 0, o);
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  std::uint64_t seed = env_u64("COLLCOMM_TEST_SEED");
+  int failures = 0, cases = 0;
+  if (!comm.staged()) { report("communicator<pcie>(boot, ...) is not staged"); ++failures; }
+  collcomm_test::for_each_schedule([&]<class K, class A>(std::type_identity<K>, std::type_identity<A>) {
+    using Op = kind_op<K>;
+    if constexpr (pcie_matrix_kind<K> && !A::needs_direct && valid_composition<K, A, transport::pcie, Op, float>) {
+      gpu::preload<K, A, float, Op>();
+      for (index_t count : counts)
+        for (int place = 0; place < (has_in_place<K> && supports_in_place<A> ? 2 : 1); ++place) {
+          const int root = K::rooted ? static_cast<int>(count % n) : 0;
+          seed = host::detail::mix64(seed + 1);
+          const std::string e = run_case<K, A, float, Op>(comm, boot, s, count, place == 1, root, queued, seed);
+          ++cases;
+          if (!e.empty()) {
+            ++failures;
+            report("FAIL pcie %s %s f32 n=%d count=%lld in_place=%d root=%d: %s", K::name, A::name, n, static_cast<long long>(count), place, root, e.c_str());
+          }
+        }
+    }
+  });
+  // A direct algorithm: refused on the host, before anything is enqueued, on every rank.
+  float* d = nullptr;
+  CK(cudaMalloc(&d, 2 * 1024 * sizeof(float)));
+  try {
+    all_reduce<algo::one_shot>(comm, d, d + 1024, 1024, op::sum{}, s);
+    report("pcie: a one_shot all_reduce on the staged path was not refused");
+    ++failures;
+  } catch (const error& e) {
+    const std::string m = e.what();
+    if (e.code() != errc::invalid_usage || m.find("one_shot") == std::string::npos || m.find("rank " + std::to_string(me)) == std::string::npos) {
+      report("pcie: one_shot refused with an unexpected error: %s", e.what());
+      ++failures;
+    }
+  }
+  CK(cudaStreamSynchronize(s));
+  cudaFree(d);
+  report("rank %d of %d: pcie %d cases (%d calls each), %d failed", me, n, cases, queued, failures);
+  cudaStreamDestroy(s);
+  return failures == 0 ? 0 : 1;
+}
+
 // A direct call larger than the window is refused, naming 'count' and the rank.
 int scenario_window(bootstrap::tcp& boot) {
   gpu::options o;
@@ -338,29 +426,34 @@ int fd_count() {
   return k;
 }
 
+// Mappings of collcomm's shared memory in this process (/proc/self/maps: the names stay there,
+// '(deleted)', while mapped).
+int shm_mappings() {
+  std::ifstream maps("/proc/self/maps");
+  int k = 0;
+  for (std::string line; std::getline(maps, line);) k += line.find("/collcomm-") != std::string::npos;
+  return k;
+}
+
 // Creates and destroys communicators until 1000 or 30 s (rank 0 decides; every rank follows),
-// with a call on every 50th; afterwards no descriptor and no device memory may remain.
-int scenario_leak(bootstrap::tcp& boot) {
-  gpu::options o;
-  o.channels = 2;
-  o.slots = 2;
-  o.slot_bytes = 4096;
-  o.window_bytes = 4096;
-  o.timeout = 20s;
+// with a call on every 50th (and, where Comm has one, a call on its dup); afterwards no
+// descriptor, no shared-memory mapping and no device memory may remain.
+template <class Comm>
+int scenario_leak(bootstrap::tcp& boot, gpu::options o) {
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   float* d = nullptr;
   CK(cudaMalloc(&d, 4096));
   CK(cudaMemset(d, 0, 4096));
   gpu::preload<kind::all_reduce, algo::ring, float, op::sum>();
-  { nvcomm warm(boot, 0, o); }  // first use initialises the driver's IPC state
+  { Comm warm(boot, 0, o); }  // first use initialises the driver's IPC state
   CK(cudaDeviceSynchronize());
   // Free device memory is device-wide: measure when every rank is between communicators.
   boot.barrier();
   std::size_t free0 = 0, total = 0, free1 = 0;
   CK(cudaMemGetInfo(&free0, &total));
   boot.barrier();
-  const int fds0 = fd_count();
+  const int fds0 = fd_count(), maps0 = shm_mappings();
   const auto t0 = std::chrono::steady_clock::now();
   int made = 0;
   for (; made < 1000; ++made) {
@@ -368,11 +461,17 @@ int scenario_leak(bootstrap::tcp& boot) {
     std::vector<char> all(static_cast<std::size_t>(boot.size()));
     boot.all_gather(std::span<const std::byte>(reinterpret_cast<const std::byte*>(&go), 1), std::as_writable_bytes(std::span<char>(all)));
     if (!all[0]) break;
-    nvcomm comm(boot, 0, o);
+    Comm comm(boot, 0, o);
     if (made % 50 == 0) {
       all_reduce<algo::ring>(comm, d, d, 1000, op::sum{}, s);
       CK(cudaStreamSynchronize(s));
       comm.check();
+      if constexpr (std::is_same_v<Comm, pcomm>) {
+        Comm twin = comm.dup();
+        all_reduce<algo::ring>(twin, d, d, 1000, op::sum{}, s);
+        CK(cudaStreamSynchronize(s));
+        twin.check();
+      }
     }
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -380,15 +479,17 @@ int scenario_leak(bootstrap::tcp& boot) {
   boot.barrier();
   CK(cudaMemGetInfo(&free1, &total));
   boot.barrier();
-  const int fds1 = fd_count();
-  report("rank %d: %d communicators made and destroyed in %.1f s; fds %d -> %d; device free %zu -> %zu bytes", boot.rank(), made, secs, fds0, fds1, free0, free1);
+  const int fds1 = fd_count(), maps1 = shm_mappings();
+  report("rank %d: %d communicators made and destroyed in %.1f s; fds %d -> %d; shm mappings %d -> %d; device free %zu -> %zu bytes", boot.rank(), made,
+         secs, fds0, fds1, maps0, maps1, free0, free1);
   cudaFree(d);
   cudaStreamDestroy(s);
-  return made >= 100 && fds1 == fds0 && free1 >= free0 ? 0 : 1;  // the peer may free late, never hold more
+  return made >= 100 && fds1 == fds0 && maps1 == maps0 && free1 >= free0 ? 0 : 1;  // the peer may free late, never hold more
 }
 
 }  // namespace
-int scenario_fresh_call(bootstrap::tcp& boot, cudaStream_t s, float* d);
+template <class Comm = nvcomm>
+int scenario_fresh_call(bootstrap::tcp& boot, cudaStream_t s, float* d, gpu::options o = {});
 namespace {
 
 // Rank 1 aborts while the others' kernels wait for it: they return errc::aborted, later calls
@@ -442,8 +543,9 @@ int scenario_abort(bootstrap::tcp& boot) {
 }  // namespace
 
 // A new communicator after a fault: one all_reduce checked (the process stayed usable).
-int scenario_fresh_call(bootstrap::tcp& boot, cudaStream_t s, float* d) {
-  nvcomm comm(boot, 0, gpu::options{});
+template <class Comm>
+int scenario_fresh_call(bootstrap::tcp& boot, cudaStream_t s, float* d, gpu::options o) {
+  Comm comm(boot, 0, o);
   std::vector<float> h(1000);
   for (int i = 0; i < 1000; ++i) h[i] = static_cast<float>(boot.rank() + i);
   CK(cudaMemcpy(d, h.data(), sizeof(float) * 1000, cudaMemcpyHostToDevice));
@@ -516,9 +618,9 @@ int scenario_split(bootstrap::tcp& boot) {
 
 // The last rank enqueues a large all_reduce and SIGKILLs itself; the survivors' calls end with an
 // error naming it within 2x the timeout, and the survivors then make a new world of their own.
-int scenario_kill(bootstrap::tcp& boot) {
+template <class Comm>
+int scenario_kill(bootstrap::tcp& boot, gpu::options o) {
   const int me = boot.rank(), n = boot.size();
-  gpu::options o;
   o.timeout = 3s;
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -529,7 +631,7 @@ int scenario_kill(bootstrap::tcp& boot) {
   gpu::preload<kind::all_reduce, algo::ring, float, op::sum>();
   int code = 0;
   {
-    nvcomm comm(boot, 0, o);
+    Comm comm(boot, 0, o);
     boot.barrier();
     const auto t0 = std::chrono::steady_clock::now();
     if (me == n - 1) {  // one call's kernel starts, then the process dies under it
@@ -553,7 +655,8 @@ int scenario_kill(bootstrap::tcp& boot) {
   // The survivors' own job (ranks 0 .. n-2), from the second root the parent gave.
   const std::string root2 = std::getenv("COLLCOMM_TEST_ROOT2");
   bootstrap::tcp boot2(bootstrap::unique_id::from_string(root2), me, n - 1, 20s);
-  code |= scenario_fresh_call(boot2, s, d);
+  o.timeout = gpu::options{}.timeout;
+  code |= scenario_fresh_call<Comm>(boot2, s, d, o);
   cudaFree(d);
   cudaStreamDestroy(s);
   return code;
@@ -577,10 +680,34 @@ int child_main(const std::string& scenario) {
       o.timeout = 120s;
       code = scenario_matrix(boot, 2, {1, 1031}, o);
     } else if (scenario == "window") code = scenario_window(boot);
-    else if (scenario == "leak") code = scenario_leak(boot);
-    else if (scenario == "abort") code = scenario_abort(boot);
-    else if (scenario == "kill") code = scenario_kill(boot);
+    else if (scenario == "leak") {
+      gpu::options o;
+      o.channels = 2;
+      o.slots = 2;
+      o.slot_bytes = 4096;
+      o.window_bytes = 4096;
+      o.timeout = 20s;
+      code = scenario_leak<nvcomm>(boot, o);
+    } else if (scenario == "abort") code = scenario_abort(boot);
+    else if (scenario == "kill") code = scenario_kill<nvcomm>(boot, gpu::options{});
     else if (scenario == "split") code = scenario_split(boot);
+    else if (scenario == "pcie_matrix") code = scenario_pcie_matrix(boot, 20, {1, static_cast<index_t>(boot.size() + 1), 1031, 250007}, pcie_options());
+    else if (scenario == "pcie_no_mps") {
+      gpu::options o = pcie_options();
+      o.channels = 2;
+      o.timeout = 120s;
+      code = scenario_pcie_matrix(boot, 2, {1, 1031}, o);
+    } else if (scenario == "pcie_leak") {
+      gpu::options o = pcie_options();
+      o.channels = 2;
+      o.slots = 2;
+      o.slot_bytes = 4096;
+      code = scenario_leak<pcomm>(boot, o);
+    } else if (scenario == "pcie_kill") {
+      gpu::options o = pcie_options();
+      o.slot_bytes = 64 << 10;
+      code = scenario_kill<pcomm>(boot, o);
+    } else report("unknown scenario %s", scenario.c_str());
   } catch (const std::exception& e) {
     report("exception: %s", e.what());
     code = 2;
@@ -630,20 +757,45 @@ TEST_CASE("mp fault: abort") {
   CHECK(collcomm_shm() == shm0);
 }
 
-TEST_CASE("mp fault: a rank killed mid-collective") {
+// 4 processes, the last SIGKILLs itself under its first call; the 3 survivors pass their checks
+// (scenario_kill) and nothing stays in /dev/shm.
+static void expect_kill(const char* scenario) {
   const auto shm0 = collcomm_shm();
-  const auto j = run_ranks(4, "kill", 1, 90s);
+  const auto j = run_ranks(4, scenario, 1, 90s);
   for (int r = 0; r < 3; ++r) {
-    INFO("kill rank ", r, " report:\n", j.reports[static_cast<std::size_t>(r)]);
+    INFO(scenario, " rank ", r, " report:\n", j.reports[static_cast<std::size_t>(r)]);
     CHECK_EQ(j.codes[static_cast<std::size_t>(r)], 0);
   }
   CHECK_EQ(j.codes[3], -SIGKILL);
-  for (int r = 0; r < 3; ++r) std::printf("kill rank %d: %s", r, j.reports[static_cast<std::size_t>(r)].c_str());
+  for (int r = 0; r < 3; ++r) std::printf("%s rank %d: %s", scenario, r, j.reports[static_cast<std::size_t>(r)].c_str());
   CHECK(collcomm_shm() == shm0);
 }
 
+TEST_CASE("mp fault: a rank killed mid-collective") { expect_kill("kill"); }
+
 TEST_CASE("no mps: 2 processes, few small calls, long timeout") {
   expect_all(run_ranks(2, "no_mps", fresh("no_mps"), 300s), "no_mps");
+}
+
+TEST_CASE("mp: pcie staged, every FIFO schedule, N = 2, 3, 4, 8 processes on one GPU, 20 calls queued") {
+  for (int n : {2, 3, 4, 8}) {
+    const auto shm0 = collcomm_shm();
+    const auto j = run_ranks(n, "pcie_matrix", fresh("pcie matrix"), 400s);
+    expect_all(j, ("pcie matrix n=" + std::to_string(n)).c_str());
+    CHECK(collcomm_shm() == shm0);
+  }
+}
+
+TEST_CASE("mp: pcie 1000 communicators made and destroyed leak nothing") {
+  const auto shm0 = collcomm_shm();
+  expect_all(run_ranks(2, "pcie_leak", 1, 120s), "pcie leak");
+  CHECK(collcomm_shm() == shm0);
+}
+
+TEST_CASE("mp fault: pcie a rank killed mid-collective") { expect_kill("pcie_kill"); }
+
+TEST_CASE("no mps: pcie 2 processes, few small calls, long timeout") {
+  expect_all(run_ranks(2, "pcie_no_mps", fresh("pcie no_mps"), 300s), "pcie no_mps");
 }
 
 int main(int argc, char** argv) {
@@ -662,7 +814,7 @@ int main(int argc, char** argv) {
   const bool mps = ::stat(control.c_str(), &st) == 0;
   doctest::Context ctx;
   if (mode == "--no-mps") {
-    ctx.setOption("test-case", "no mps*");
+    ctx.setOption("test-case", argc >= 3 ? argv[2] : "no mps*");  // e.g. --no-mps '*pcie*'
   } else {
     if (!mps) {
       std::printf("SKIPPED: several processes on one GPU need MPS (nvidia-cuda-mps-control -d; %s not found); run with --no-mps for the slow check\n",

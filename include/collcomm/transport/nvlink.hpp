@@ -276,7 +276,7 @@ class world {
     std::vector<int> ranks;  // world ranks on this GPU, ascending
     std::mutex m;
     std::condition_variable cv;
-    std::uint64_t generation = 0;  // calls launched so far
+    std::atomic<std::uint64_t> generation{0};  // calls launched so far (written under m; read spinning without it)
     int arrived = 0;               // ranks arrived for the next call
     std::vector<char> present;     // (local rank): arrived for the next call
     const void* kernel = nullptr;  // the composition the first arrival asked for
@@ -550,9 +550,15 @@ void launch(world& w, int rank, coll_args a, const T* in, T* out, Op op, cudaStr
   if (g.mismatch.empty())
     std::memcpy(g.params.data() + offsetof(params_t, rank) + sizeof(kernels::rank_params<T, Op>) * static_cast<std::size_t>(li), &mine, sizeof mine);
   g.present[static_cast<std::size_t>(li)] = 1;
-  const std::uint64_t gen = g.generation;
+  const std::uint64_t gen = g.generation.load(std::memory_order_relaxed);
   if (++g.arrived < nlocal) {
-    if (!g.cv.wait_for(lock, w.opts().timeout, [&] { return g.generation != gen; })) {
+    // The last rank usually arrives within microseconds, and a sleeping waiter's wake-up costs
+    // more than the launch: spin a little (without the lock) before sleeping on the condition.
+    lock.unlock();
+    const auto spin_end = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
+    while (g.generation.load(std::memory_order_acquire) == gen && std::chrono::steady_clock::now() < spin_end) std::this_thread::yield();
+    lock.lock();
+    if (!g.cv.wait_for(lock, w.opts().timeout, [&] { return g.generation.load(std::memory_order_relaxed) != gen; })) {
       std::vector<int> missing;
       for (int j = 0; j < nlocal; ++j)
         if (!g.present[static_cast<std::size_t>(j)]) missing.push_back(g.ranks[static_cast<std::size_t>(j)]);
@@ -592,7 +598,7 @@ void launch(world& w, int rank, coll_args a, const T* in, T* out, Op op, cudaStr
   }
   g.result = result;
   g.arrived = 0;
-  ++g.generation;
+  g.generation.store(gen + 1, std::memory_order_release);
   lock.unlock();
   g.cv.notify_all();
   if (!result.empty()) detail::fail(errc::invalid_usage, K::name, rank, result);

@@ -29,6 +29,18 @@
 //       its liveness lock on it: a stall names the ranks whose process is gone.
 // Counters use device scope when every rank is on one GPU, system scope otherwise.
 //
+// Staged worlds (options::connections = placement::host: transport::pcie across processes, for
+// GPUs without peer access). No rank exports or opens GPU memory: rank 0 also creates a second
+// segment, "<token>-gc", holding every connection of the world, receiver by receiver, each
+// (channel, src) a FIFO of data slots | sizes | tail | head, fully allocated and zero; every rank
+// maps it, registers it (cudaHostRegister mapped | portable) and builds its FIFO table from its own
+// cudaHostGetDevicePointer. It is unlinked with the control page, at the same points, and
+// unregistered and unmapped on destroy; the memory goes with the last mapping. Kernels reach it
+// at system scope with plain loads and stores of the counters (no atomic read-modify-write over
+// PCIe). No window is made (window_bytes is ignored: direct algorithms are refused), and the
+// barrier lines are this rank's own device memory, which the FIFO schedules never touch.
+// State: compiled, NOT YET RUN ON A GPU (tests/gpu/mp/test_gpu_mp.cu, the "pcie" cases).
+//
 // Set-up is three bootstrap exchanges: hello (pid, host, GPU uuid and SM count, options), the
 // IPC handles (with each rank's status), and a last status after every rank mapped everything.
 // A failure on any rank is an error on every rank naming it; every wait is the bootstrap's.

@@ -25,7 +25,7 @@ case $WHAT in tests|all) NOMPS='no mps: 2*' ;; pcie_tests|pcie) NOMPS='no mps: p
 if [ -n "$NOMPS" ]; then
   unset CUDA_MPS_PIPE_DIRECTORY
   echo "== no MPS: test_gpu_mp --no-mps '$NOMPS'" | tee -a "$OUT/summary.txt"
-  ( time timeout 240 $BIN/test_gpu_mp --no-mps "$NOMPS" ) > "$OUT/test_no_mps.log" 2>&1
+  ( time timeout 150 $BIN/test_gpu_mp --no-mps "$NOMPS" ) > "$OUT/test_no_mps.log" 2>&1
   echo "rc=$? $(grep -E '^\[doctest\] (test cases|assertions)' "$OUT/test_no_mps.log" | tr '\n' ' ')" | tee -a "$OUT/summary.txt"
 fi
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps_pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps_log
@@ -43,7 +43,7 @@ if [ "$WHAT" = tests -o "$WHAT" = all ]; then
   ls /dev/shm | grep collcomm && echo "LEFT IN /dev/shm" | tee -a "$OUT/summary.txt"
 fi
 if [ "$WHAT" = pcie_tests -o "$WHAT" = pcie ]; then
-  mp_tests test_mp_pcie 'mp: pcie*' 400
+  mp_tests test_mp_pcie 'mp: pcie*' 320
   mp_tests test_mp_pcie_fault 'mp fault: pcie*' 90
   ls /dev/shm | grep collcomm && echo "LEFT IN /dev/shm" | tee -a "$OUT/summary.txt"
 fi

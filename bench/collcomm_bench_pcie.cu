@@ -21,6 +21,8 @@
 // per second; they are printed as a fraction of the pinned cudaMemcpyAsync device->host and
 // host->device bandwidths measured at the start of the run (256 MiB, 3 warm-ups, median of 9).
 // The ranks share one GPU here, so its one link carries every rank's traffic.
+#include "pcie_link_model.hpp"
+
 #include <collcomm/algo/ring.hpp>
 #include <collcomm/collectives.hpp>
 #include <collcomm/transport/pcie.hpp>
@@ -65,116 +67,8 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// Pinned copy bandwidth, bytes / time, of one direction (cudaMemcpyAsync from or to cudaHostAlloc memory).
-double pinned_copy_bw(cudaMemcpyKind dir) {
-  const std::size_t bytes = std::size_t{256} << 20;
-  void *h = nullptr, *d = nullptr;
-  CUDA_OK(cudaHostAlloc(&h, bytes, cudaHostAllocDefault));
-  CUDA_OK(cudaMalloc(&d, bytes));
-  std::memset(h, 1, bytes);
-  cudaStream_t s;
-  CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  cudaEvent_t a, b;
-  CUDA_OK(cudaEventCreate(&a));
-  CUDA_OK(cudaEventCreate(&b));
-  std::vector<double> t;
-  for (int i = 0; i < 12; ++i) {
-    CUDA_OK(cudaEventRecord(a, s));
-    if (dir == cudaMemcpyHostToDevice) CUDA_OK(cudaMemcpyAsync(d, h, bytes, dir, s));
-    else CUDA_OK(cudaMemcpyAsync(h, d, bytes, dir, s));
-    CUDA_OK(cudaEventRecord(b, s));
-    CUDA_OK(cudaEventSynchronize(b));
-    float ms = 0;
-    CUDA_OK(cudaEventElapsedTime(&ms, a, b));
-    if (i >= 3) t.push_back(ms * 1e-3);
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  cudaStreamDestroy(s);
-  cudaFree(d);
-  cudaFreeHost(h);
-  return bytes / median(t);
-}
-
-// Both directions at once (a staged collective uses both): host->device and device->host copies
-// of 256 MiB each on two streams, started together; each direction's bytes over the time both took.
-double pinned_copy_bw_both() {
-  const std::size_t bytes = std::size_t{256} << 20;
-  void *h[2] = {}, *d[2] = {};
-  cudaStream_t s[2];
-  for (int k = 0; k < 2; ++k) {
-    CUDA_OK(cudaHostAlloc(&h[k], bytes, cudaHostAllocDefault));
-    CUDA_OK(cudaMalloc(&d[k], bytes));
-    std::memset(h[k], 1, bytes);
-    CUDA_OK(cudaStreamCreateWithFlags(&s[k], cudaStreamNonBlocking));
-  }
-  cudaEvent_t a, b, joined;
-  CUDA_OK(cudaEventCreate(&a));
-  CUDA_OK(cudaEventCreate(&b));
-  CUDA_OK(cudaEventCreate(&joined));
-  std::vector<double> t;
-  for (int i = 0; i < 12; ++i) {
-    CUDA_OK(cudaEventRecord(a, s[0]));
-    CUDA_OK(cudaStreamWaitEvent(s[1], a, 0));
-    CUDA_OK(cudaMemcpyAsync(d[0], h[0], bytes, cudaMemcpyHostToDevice, s[0]));
-    CUDA_OK(cudaMemcpyAsync(h[1], d[1], bytes, cudaMemcpyDeviceToHost, s[1]));
-    CUDA_OK(cudaEventRecord(joined, s[1]));
-    CUDA_OK(cudaStreamWaitEvent(s[0], joined, 0));
-    CUDA_OK(cudaEventRecord(b, s[0]));
-    CUDA_OK(cudaEventSynchronize(b));
-    float ms = 0;
-    CUDA_OK(cudaEventElapsedTime(&ms, a, b));
-    if (i >= 3) t.push_back(ms * 1e-3);
-  }
-  for (cudaEvent_t e : {a, b, joined}) cudaEventDestroy(e);
-  for (int k = 0; k < 2; ++k) {
-    cudaStreamDestroy(s[k]);
-    cudaFree(d[k]);
-    cudaFreeHost(h[k]);
-  }
-  return bytes / median(t);
-}
-
-// Slot bytes (elements) written into and read from host memory by one rank's schedule on one channel.
-struct link_counter {
-  index_t slot, align;
-  std::uint64_t up = 0, down = 0;  // elements: written to host slots, read from host slots
-  COLLCOMM_HD index_t slot_elems() const { return slot; }
-  COLLCOMM_HD index_t align_elems() const { return align; }
-  COLLCOMM_HD void add(int from, int to, index_t n) {
-    down += static_cast<std::uint64_t>(from) * n;
-    up += static_cast<std::uint64_t>(to) * n;
-  }
-  COLLCOMM_HD void send(peers to, buf_ref, index_t n) { add(0, to.size, n); }
-  COLLCOMM_HD void recv(peers from, buf_ref, index_t n) { add(from.size, 0, n); }
-  COLLCOMM_HD void recv_reduce_send(peers from, buf_ref, peers to, index_t n) { add(from.size, to.size, n); }
-  COLLCOMM_HD void recv_reduce_copy(peers from, buf_ref, buf_ref, index_t n, bool) { add(from.size, 0, n); }
-  COLLCOMM_HD void recv_reduce_copy_send(peers from, buf_ref, buf_ref, peers to, index_t n, bool) { add(from.size, to.size, n); }
-  COLLCOMM_HD void recv_copy_send(peers from, buf_ref, peers to, index_t n) { add(from.size, to.size, n); }
-  COLLCOMM_HD void copy_send(buf_ref, buf_ref, peers to, index_t n, bool = false) { add(0, to.size, n); }
-  COLLCOMM_HD void copy(buf_ref, buf_ref, index_t, bool = false) {}
-  COLLCOMM_HD void barrier() {}
-  COLLCOMM_HD void direct_reduce_copy(buf_ref, buf_ref, index_t, bool) {}
-  COLLCOMM_HD void direct_copy(int, buf_ref, buf_ref, index_t) {}
-};
-
-template <class K, class Algo>
-void link_bytes(coll_args base, int nchannels, index_t slot, index_t align, std::size_t elem, double& up, double& down) {
-  std::uint64_t u = 0, d = 0;
-  for (int r = 0; r < base.nranks; ++r)
-    for (int c = 0; c < nchannels; ++c) {
-      coll_args a = base;
-      a.rank = r;
-      a.channel = c;
-      a.nchannels = nchannels;
-      link_counter t{slot, align};
-      Algo::run(K{}, t, a);
-      u += t.up;
-      d += t.down;
-    }
-  up = static_cast<double>(u) * elem;
-  down = static_cast<double>(d) * elem;
-}
+// The pinned copy bandwidth and the link traffic model: bench/pcie_link_model.hpp.
+using collcomm_bench::link_bytes;
 
 template <class K>
 double bus_factor(int n) {
@@ -342,8 +236,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bad options\n");
     return 2;
   }
-  const double h2d = pinned_copy_bw(cudaMemcpyHostToDevice), d2h = pinned_copy_bw(cudaMemcpyDeviceToHost);
-  const double both = pinned_copy_bw_both();
+  const collcomm_bench::pinned_bandwidth pinned = collcomm_bench::measure_pinned_bandwidth();
+  const double h2d = pinned.h2d, d2h = pinned.d2h, both = pinned.both;
   std::printf("# pinned copy bandwidth (cudaMemcpyAsync, 256 MiB, median of 9): host->device %.1f GB/s, device->host %.1f GB/s; "
               "both at once: %.1f GB/s each way (%%h2d and %%d2h below are of the one-way figures)\n",
               h2d / 1e9, d2h / 1e9, both / 1e9);

@@ -1,6 +1,6 @@
 // bench/pcie_link_model.hpp — what transport::pcie's staged path moves over PCIe, and the pinned
-// copy bandwidth it is compared with (collcomm_bench_mp -T pcie; collcomm_bench_pcie.cu counts the
-// same way for ranks of one process, with its own copy of these functions).
+// copy bandwidth it is compared with (collcomm_bench_mp -T pcie for processes, collcomm_bench_pcie
+// for ranks of one process).
 //
 // Every staged message crosses the GPU's PCIe link twice: the sender's kernel writes it into a
 // host slot (device -> host) and the receiver's kernel reads it from there (host -> device). The

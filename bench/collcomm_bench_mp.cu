@@ -5,14 +5,16 @@
 // (RANK / WORLD_SIZE already set) it is one rank. Several processes on one GPU need MPS to be fast.
 //
 //   collcomm_bench_mp -n 4 -k all_reduce -a ring -b 8 -e 1G -f 4 [-w 5] [-i 20] [-c 0|1] [-C channels] [-S slot_bytes]
-//                     [-T nvlink|pcie]
+//                     [-T nvlink|pcie] [-G 0|1]
 //
 // Per size, as collcomm_bench: bytes, count, type, op, time (µs, the slowest rank's mean of -i
 // calls queued back to back), algbw, busbw (nccl-tests factors), mem% (the modeled device-memory
 // traffic of all ranks' kernels, bench/traffic_model.hpp, over the time, as a fraction of the
 // copy bandwidth measured in the same run) and #wrong (a checked call after the timed ones:
 // inputs are small integers, exact in any order, made and checked on the GPU), out of place,
-// then in place. f32, sum.
+// then in place. f32, sum. -G 1: each process captures its -i calls into a CUDA graph (one per
+// size and placement, after the warm-up calls) and times one replay of it; the graph is replayed
+// once untimed first.
 //
 // -T pcie: the staged path across processes (FIFO algorithms only: ring, tree). Rank 0 first
 // measures the pinned host<->device copy bandwidth (bench/pcie_link_model.hpp: each way alone and
@@ -69,7 +71,7 @@ struct settings {
   double factor = 4;
   int warmup = 5, iters = 20, channels = 0;
   std::size_t slot_bytes = 0;
-  bool check = true;
+  bool check = true, graph = false;
 };
 
 std::size_t parse_size(const char* s) {
@@ -204,8 +206,8 @@ int run(const settings& st) {
   cudaEventCreate(&e0);
   cudaEventCreate(&e1);
   if (me == 0 && !pcie) {
-    std::printf("# %s %s f32 sum processes=%d (one GPU, nvlink IPC) channels=%d slot_bytes=%zu iters=%d copy_bw=%.1f GB/s\n", K::name, A::name, n,
-                ro.channels, ro.slot_bytes, st.iters, copy_bw / 1e9);
+    std::printf("# %s %s f32 sum processes=%d (one GPU, nvlink IPC) channels=%d slot_bytes=%zu iters=%d graph=%d copy_bw=%.1f GB/s\n", K::name, A::name, n,
+                ro.channels, ro.slot_bytes, st.iters, st.graph, copy_bw / 1e9);
     std::printf("# %12s %12s %5s %5s | %9s %9s %9s %6s %6s | %9s %9s %9s %6s %6s\n", "size(B)", "count", "type", "op", "time(us)", "algbw", "busbw", "mem%",
                 "#wrong", "time(us)", "algbw", "busbw", "mem%", "#wrong");
   } else if (me == 0) {
@@ -243,10 +245,27 @@ int run(const settings& st) {
       for (int i = 0; i < st.warmup; ++i) call<K, A>(comm, cin, cout, count, s);
       CUDA_OK(cudaStreamSynchronize(s));
       boot.barrier();
+      cudaGraphExec_t exec = nullptr;
+      if (st.graph) {
+        CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+        for (int i = 0; i < iters; ++i) call<K, A>(comm, cin, cout, count, s);
+        cudaGraph_t graph = nullptr;
+        CUDA_OK(cudaStreamEndCapture(s, &graph));
+        CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+        cudaGraphDestroy(graph);
+        CUDA_OK(cudaGraphUpload(exec, s));
+        CUDA_OK(cudaGraphLaunch(exec, s));  // untimed replay
+        CUDA_OK(cudaStreamSynchronize(s));
+        comm.check();
+        boot.barrier();
+      }
       cudaEventRecord(e0, s);
-      for (int i = 0; i < iters; ++i) call<K, A>(comm, cin, cout, count, s);
+      if (exec) CUDA_OK(cudaGraphLaunch(exec, s));
+      else
+        for (int i = 0; i < iters; ++i) call<K, A>(comm, cin, cout, count, s);
       cudaEventRecord(e1, s);
       CUDA_OK(cudaEventSynchronize(e1));
+      if (exec) cudaGraphExecDestroy(exec);
       comm.check();
       float ms = 0;
       cudaEventElapsedTime(&ms, e0, e1);
@@ -364,6 +383,7 @@ int main(int argc, char** argv) {
     else if (k == "-C") st.channels = std::atoi(v);
     else if (k == "-S") st.slot_bytes = parse_size(v);
     else if (k == "-T") st.transport = v;
+    else if (k == "-G") st.graph = std::atoi(v) != 0;
     else {
       std::fprintf(stderr, "collcomm_bench_mp: unknown option %s\n", k.c_str());
       return 1;

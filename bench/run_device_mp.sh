@@ -4,10 +4,13 @@
 # cudaHostRegister; 2/4/8 processes on the one GPU). Uses binaries prebuilt by
 # scripts/build_gpu_here.sh test_gpu_mp bench_mp (carry .deps/bin/test_gpu_mp and
 # .deps/bin/collcomm_bench_mp). Writes logs under OUT.
-#   bench/run_device_mp.sh OUT [tests|bench|all|pcie_tests|pcie_bench|pcie] [max_bytes]
+#   bench/run_device_mp.sh OUT [tests|bench|all|pcie_tests|pcie_bench|pcie|small|large] [max_bytes]
 # tests/bench/all: transport::nvlink (tests exclude the pcie cases); pcie_tests: the pcie test
 # cases (no MPS, matrix, leak, SIGKILL); pcie_bench: the staged figures (ring, 1 MiB..256 MiB,
 # PCIe traffic as a fraction of the pinned copy bandwidth measured in the same run); pcie: both.
+# small: all_reduce 8 B..64 KiB, ring and one_shot, stream-launched and replayed from a CUDA graph,
+# 1/8/32 channels (the per-block cost across processes); large: ring 64 MiB..1 GiB with 1 MiB slots
+# and processes x channels = 128 (the thread world's best setting).
 # The no-MPS check runs first (before the daemon starts); the rest under MPS, which this script
 # starts as a user-level daemon and stops at the end (it changes no GPU setting).
 OUT=${1:?usage: run_device_mp.sh OUT [tests|bench|all] [max_bytes]}
@@ -68,6 +71,34 @@ if [ "$WHAT" = bench -o "$WHAT" = all ]; then
     for a in ring one_shot; do
       timeout 60 $BIN/collcomm_bench_mp -n $n -k all_reduce -a $a -b 8 -e 64K -f 8 -C 1 >> "$OUT/bench_n${n}.log" 2>&1
       echo "bench n=$n all_reduce $a 1 channel rc=$?" | tee -a "$OUT/summary.txt"
+    done
+  done
+fi
+if [ "$WHAT" = small ]; then
+  # OLD=path: another build of collcomm_bench_mp (without -G) timed the same way, for a before/after.
+  if [ -n "${OLD:-}" ]; then
+    for c in 1 8 32; do
+      timeout 60 $OLD -n 2 -k all_reduce -a ring -b 8 -e 64K -f 8 -C $c -w 20 -i 100 >> "$OUT/small_old_n2.log" 2>&1
+      echo "small OLD n=2 ring C=$c rc=$?" | tee -a "$OUT/summary.txt"
+    done
+  fi
+  for n in 2 8; do
+    for c in 1 8 32; do
+      [ $n = 8 -a $c = 32 ] && continue
+      for a in ring one_shot; do
+        for g in 0 1; do
+          timeout 60 $BIN/collcomm_bench_mp -n $n -k all_reduce -a $a -b 8 -e 64K -f 8 -C $c -G $g -w 20 -i 100 >> "$OUT/small_n${n}.log" 2>&1
+          echo "small n=$n $a C=$c graph=$g rc=$?" | tee -a "$OUT/summary.txt"
+        done
+      done
+    done
+  done
+fi
+if [ "$WHAT" = large ]; then
+  for n in 2 4 8; do
+    for k in all_reduce reduce_scatter all_gather broadcast; do
+      timeout 120 $BIN/collcomm_bench_mp -n $n -k $k -a ring -b 64M -e $MAX -f 4 -S 1M -C $((128 / n)) >> "$OUT/large_n${n}.log" 2>&1
+      echo "large n=$n $k ring rc=$?" | tee -a "$OUT/summary.txt"
     done
   done
 fi

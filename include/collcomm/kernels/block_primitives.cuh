@@ -13,8 +13,8 @@
 //             threads read the slot; __syncthreads; thread 0 fences and stores head, freeing it.
 // A wait that passes the handle's timeout records who waited for whom in the host-mapped stall
 // record (first claimant wins) and raises the world's abort word: every wait of every rank polls
-// it and every later kernel reads it at entry, so one missing peer costs one timeout, not one
-// per queued call, and the host reports the stall (communicator::check) instead of hanging.
+// it and every later kernel reads it at entry (or, where the word is host memory, in its first
+// long wait), so one missing peer costs one timeout, not one per queued call, and the host reports the stall (communicator::check) instead of hanging.
 #pragma once
 
 #include <collcomm/algo/primitives.hpp>

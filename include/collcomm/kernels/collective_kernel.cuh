@@ -85,8 +85,11 @@ COLLCOMM_KERNEL void __launch_bounds__(Tuning::threads) collective_kernel(const 
       smem_steps[n + i] = global_steps[2 * i + 1];
       smem_steps[2 * n + i] = 0;  // no head value seen yet
     }
-  // A world that failed stays failed: later kernels return at once.
-  if (threadIdx.x == 0) aborted = world_aborted(p.h.abort);
+  // A world that failed stays failed: later kernels return at once. Where the abort word is host
+  // memory (processes) the blocks do not load it here: a load crosses PCIe, and across processes
+  // each block added about 2 us per call (bench/RESULTS.md); the host refuses calls on a failed
+  // world before it launches, and a kernel already queued finds the word in its first long wait.
+  if (threadIdx.x == 0) aborted = p.h.abort_on_host ? 0 : world_aborted(p.h.abort);
 
   typename primitives_of<kernel_protocol<Algo, Tuning>, T, Op>::type prims(p.h, mine.in, mine.out, mine.op, mine.args.rank, channel, smem_steps, smem_steps + n,
                                 smem_steps + 2 * n, reinterpret_cast<const void**>(smem_steps + 3 * n), &aborted);

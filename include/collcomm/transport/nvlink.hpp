@@ -380,6 +380,7 @@ class world {
     base_.barrier = static_cast<std::uint64_t*>(alloc_shared(128 * static_cast<std::size_t>(nc)));
     base_.barrier_stride = 128 / sizeof(std::uint64_t);
     base_.abort = static_cast<std::uint32_t*>(alloc_shared(sizeof(std::uint32_t)));
+    base_.abort_on_host = shared_on_host;
     void* stall = nullptr;
     detail::cuda_check(cudaHostAlloc(&stall, sizeof(transport::stall_record) * n, cudaHostAllocMapped | cudaHostAllocPortable), "gpu::world: cudaHostAlloc");
     std::memset(stall, 0, sizeof(transport::stall_record) * n);

@@ -48,6 +48,7 @@ struct nvlink_device_handle {
   std::uint64_t* barrier;     // (channel * barrier_stride): arrivals, only grows
   std::uint32_t barrier_stride;
   std::uint32_t* abort;       // one word: set by the first wait that times out; every wait polls it
+  bool abort_on_host;         // the abort word is host memory (a world of processes): a load costs a PCIe round trip
   stall_record* stall;        // (rank), host-mapped
   int nranks;
   int nchannels;

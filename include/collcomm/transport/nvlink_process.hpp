@@ -504,6 +504,7 @@ std::shared_ptr<world> world::join(B& boot, int device, options opts) {
                          : reinterpret_cast<std::uint64_t*>(base[0] + barrier_at);
       h.barrier_stride = 128 / sizeof(std::uint64_t);
       h.abort = reinterpret_cast<std::uint32_t*>(static_cast<char*>(dpage) + ipc_detail::page_layout::abort_word);
+      h.abort_on_host = true;
       h.stall = reinterpret_cast<transport::stall_record*>(static_cast<char*>(dpage) + page.stall);
     } catch (const error& e) {
       err = e.what();

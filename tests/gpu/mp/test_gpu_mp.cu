@@ -203,56 +203,13 @@ void call(Comm& comm, const T* in, T* out, index_t count, int root, Op op, cudaS
   else static_assert(sizeof(K) == 0, "kind not covered by call");
 }
 
-// One case on this rank: `queued` calls back to back on the stream (each its own buffers),
-// then every output element checked. Returns "" or the first mismatch. Buffers are allocated and
-// freed only while no peer's kernel runs (bootstrap barriers around the launches).
-template <class K, class A, class T, class Op, class Comm>
-std::string run_case(Comm& comm, bootstrap::tcp& boot, cudaStream_t s, index_t count, bool in_place, int root, int queued, std::uint64_t seed) {
-  const int n = comm.size(), me = comm.rank();
-  coll_args base{};
-  base.nranks = n;
-  base.count = count;
-  base.root = root;
-  const index_t in_n = input_elems<K>(base), out_n = output_elems<K>(base);
-  const Op op{};
-  std::vector<std::vector<std::vector<T>>> x(static_cast<std::size_t>(queued));
-  std::vector<std::vector<std::optional<std::vector<T>>>> expect;
-  for (int q = 0; q < queued; ++q) {
-    std::mt19937_64 g(seed ^ (static_cast<std::uint64_t>(q) * 0x9e3779b97f4a7c15ull));
-    x[q].assign(static_cast<std::size_t>(n), std::vector<T>(in_n));
-    for (int r = 0; r < n; ++r)
-      for (index_t i = 0; i < in_n; ++i) x[q][r][i] = random_value<T, Op>(g, n, r, i);
-    expect.push_back(reference<K>(x[q], case_config{n, count, root, in_place}, op));
-  }
+// Every output element of every queued call against its reference: "" or the first mismatch.
+template <class K, class T>
+std::string check_outputs(const std::vector<std::vector<std::optional<std::vector<T>>>>& expect, const std::vector<T*>& outs, int me, index_t count,
+                          bool in_place, index_t out_n, index_t out_alloc) {
+  const int queued = static_cast<int>(outs.size());
   const bool rs_ip = in_place && std::is_same_v<K, kind::reduce_scatter>;
-  const long ip = in_place ? in_place_offset<K>(count, me) : -1;
-  const index_t out_alloc = rs_ip ? in_n : out_n;
-  std::vector<T*> ins(queued), outs(queued);
-  for (int q = 0; q < queued; ++q) {
-    CK(cudaMalloc(&outs[q], (out_alloc + 1) * sizeof(T)));
-    CK(cudaMemset(outs[q], 0xA5, (out_alloc + 1) * sizeof(T)));
-    if (in_place) ins[q] = outs[q] + (rs_ip ? 0 : ip);
-    else CK(cudaMalloc(&ins[q], (in_n + 1) * sizeof(T)));
-    CK(cudaMemcpy(ins[q], x[q][me].data(), in_n * sizeof(T), cudaMemcpyHostToDevice));
-  }
-  CK(cudaDeviceSynchronize());
-  boot.barrier();
   std::string err;
-  try {
-    for (int q = 0; q < queued; ++q) call<K, A>(comm, ins[q], rs_ip ? outs[q] + me * count : outs[q], count, root, op, s);
-  } catch (const std::exception& e) {
-    err = std::string("launch: ") + e.what();
-  }
-  const cudaError_t se = cudaStreamSynchronize(s);
-  if (se != cudaSuccess && err.empty()) err = std::string("CUDA: ") + cudaGetErrorString(se);
-  if (err.empty()) {
-    try {
-      comm.check();
-    } catch (const std::exception& e) {
-      err = e.what();
-    }
-  }
-  boot.barrier();
   T poison;
   std::memset(&poison, 0xA5, sizeof(T));
   std::vector<T> got(out_alloc + 1);
@@ -277,6 +234,89 @@ std::string run_case(Comm& comm, bootstrap::tcp& boot, cudaStream_t s, index_t c
     if (!same_bits(got[out_alloc], poison)) m << "call " << q << " wrote past the end of its output";
     err = m.str();
   }
+  return err;
+}
+
+// One case on this rank: `queued` calls back to back on the stream (each its own buffers),
+// then every output element checked. Returns "" or the first mismatch. Buffers are allocated and
+// freed only while no peer's kernel runs (bootstrap barriers around the launches).
+// replays > 0: the calls are captured into a CUDA graph instead, which is then launched `replays`
+// times, each after the outputs are poisoned and the inputs written again, and checked each time.
+template <class K, class A, class T, class Op, class Comm>
+std::string run_case(Comm& comm, bootstrap::tcp& boot, cudaStream_t s, index_t count, bool in_place, int root, int queued, std::uint64_t seed,
+                     int replays = 0) {
+  const int n = comm.size(), me = comm.rank();
+  coll_args base{};
+  base.nranks = n;
+  base.count = count;
+  base.root = root;
+  const index_t in_n = input_elems<K>(base), out_n = output_elems<K>(base);
+  const Op op{};
+  std::vector<std::vector<std::vector<T>>> x(static_cast<std::size_t>(queued));
+  std::vector<std::vector<std::optional<std::vector<T>>>> expect;
+  for (int q = 0; q < queued; ++q) {
+    std::mt19937_64 g(seed ^ (static_cast<std::uint64_t>(q) * 0x9e3779b97f4a7c15ull));
+    x[q].assign(static_cast<std::size_t>(n), std::vector<T>(in_n));
+    for (int r = 0; r < n; ++r)
+      for (index_t i = 0; i < in_n; ++i) x[q][r][i] = random_value<T, Op>(g, n, r, i);
+    expect.push_back(reference<K>(x[q], case_config{n, count, root, in_place}, op));
+  }
+  const bool rs_ip = in_place && std::is_same_v<K, kind::reduce_scatter>;
+  const long ip = in_place ? in_place_offset<K>(count, me) : -1;
+  const index_t out_alloc = rs_ip ? in_n : out_n;
+  std::vector<T*> ins(queued), outs(queued);
+  for (int q = 0; q < queued; ++q) {
+    CK(cudaMalloc(&outs[q], (out_alloc + 1) * sizeof(T)));
+    if (in_place) ins[q] = outs[q] + (rs_ip ? 0 : ip);
+    else CK(cudaMalloc(&ins[q], (in_n + 1) * sizeof(T)));
+  }
+  auto prepare = [&] {  // poisoned outputs, then the inputs (in place: inside the outputs)
+    for (int q = 0; q < queued; ++q) {
+      CK(cudaMemset(outs[q], 0xA5, (out_alloc + 1) * sizeof(T)));
+      CK(cudaMemcpy(ins[q], x[q][me].data(), in_n * sizeof(T), cudaMemcpyHostToDevice));
+    }
+    CK(cudaDeviceSynchronize());
+  };
+  auto enqueue = [&] {
+    for (int q = 0; q < queued; ++q) call<K, A>(comm, ins[q], rs_ip ? outs[q] + me * count : outs[q], count, root, op, s);
+  };
+  std::string err;
+  cudaGraphExec_t exec = nullptr;
+  if (replays > 0) {
+    try {
+      CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+      enqueue();
+      cudaGraph_t graph = nullptr;
+      CK(cudaStreamEndCapture(s, &graph));
+      CK(cudaGraphInstantiate(&exec, graph, 0));
+      cudaGraphDestroy(graph);
+    } catch (const std::exception& e) {
+      err = std::string("capture: ") + e.what();
+    }
+  }
+  for (int round = 0; round < std::max(replays, 1) && err.empty(); ++round) {
+    prepare();
+    boot.barrier();
+    try {
+      if (exec) CK(cudaGraphLaunch(exec, s));
+      else enqueue();
+    } catch (const std::exception& e) {
+      err = std::string("launch: ") + e.what();
+    }
+    const cudaError_t se = cudaStreamSynchronize(s);
+    if (se != cudaSuccess && err.empty()) err = std::string("CUDA: ") + cudaGetErrorString(se);
+    if (err.empty()) {
+      try {
+        comm.check();
+      } catch (const std::exception& e) {
+        err = e.what();
+      }
+    }
+    boot.barrier();
+    if (err.empty()) err = check_outputs<K, T>(expect, outs, me, count, in_place, out_n, out_alloc);
+    if (!err.empty() && exec) err = "replay " + std::to_string(round) + ": " + err;
+  }
+  if (exec) cudaGraphExecDestroy(exec);
   for (int q = 0; q < queued; ++q) {
     if (!in_place) cudaFree(ins[q]);
     cudaFree(outs[q]);
@@ -284,11 +324,12 @@ std::string run_case(Comm& comm, bootstrap::tcp& boot, cudaStream_t s, index_t c
   return err;
 }
 
+
 template <class K>
 using kind_op = std::conditional_t<K::reduces, op::sum, op::none>;
 
 // Every (kind, algorithm) of the list that composes; f32 sum (a few int32 max too).
-int scenario_matrix(bootstrap::tcp& boot, int queued, std::vector<index_t> counts, gpu::options o) {
+int scenario_matrix(bootstrap::tcp& boot, int queued, std::vector<index_t> counts, gpu::options o, int replays = 0) {
   const int me = boot.rank(), n = boot.size();
   nvcomm comm(boot, 0, o);
   cudaStream_t s;
@@ -302,12 +343,12 @@ int scenario_matrix(bootstrap::tcp& boot, int queued, std::vector<index_t> count
         for (int place = 0; place < (supports_in_place<A> ? 2 : 1); ++place) {
           const int root = K::rooted ? static_cast<int>(count % n) : 0;
           seed = host::detail::mix64(seed + 1);
-          const std::string e = run_case<K, A, T, Op>(comm, boot, s, count, place == 1, root, queued, seed);
+          const std::string e = run_case<K, A, T, Op>(comm, boot, s, count, place == 1, root, queued, seed, replays);
           ++cases;
           if (!e.empty()) {
             ++failures;
-            report("FAIL %s %s %s n=%d count=%lld in_place=%d root=%d: %s", K::name, A::name, element_name<T>, n,
-                   static_cast<long long>(count), place, root, e.c_str());
+            report("FAIL %s %s %s n=%d count=%lld in_place=%d root=%d%s: %s", K::name, A::name, element_name<T>, n,
+                   static_cast<long long>(count), place, root, replays ? " (graph)" : "", e.c_str());
           }
         }
     }
@@ -326,7 +367,7 @@ int scenario_matrix(bootstrap::tcp& boot, int queued, std::vector<index_t> count
   each(std::type_identity<kind::all_gather>{}, std::type_identity<algo::direct>{}, f{}, none{});
   each(std::type_identity<kind::broadcast>{}, std::type_identity<algo::ring>{}, f{}, none{});
   each(std::type_identity<kind::broadcast>{}, std::type_identity<algo::tree>{}, f{}, none{});
-  report("rank %d of %d: %d cases (%d calls each), %d failed", me, n, cases, queued, failures);
+  report("rank %d of %d: %d cases (%d calls each%s), %d failed", me, n, cases, queued, replays ? ", captured in a graph, replayed 3 times" : "", failures);
   cudaStreamDestroy(s);
   return failures == 0 ? 0 : 1;
 }
@@ -679,6 +720,11 @@ int child_main(const std::string& scenario) {
       o.channels = 2;
       o.timeout = 120s;
       code = scenario_matrix(boot, 2, {1, 1031}, o);
+    } else if (scenario == "graph") {
+      gpu::options o;
+      o.slot_bytes = 64 << 10;
+      o.timeout = 20s;
+      code = scenario_matrix(boot, 4, {static_cast<index_t>(boot.size() + 1), 250007}, o, 3);
     } else if (scenario == "window") code = scenario_window(boot);
     else if (scenario == "leak") {
       gpu::options o;
@@ -731,6 +777,15 @@ TEST_CASE("mp: every kind and algorithm, N = 2, 3, 4, 8 processes on one GPU, 20
     const auto shm0 = collcomm_shm();
     const auto j = run_ranks(n, "matrix", fresh("matrix"), 300s);
     expect_all(j, ("matrix n=" + std::to_string(n)).c_str());
+    CHECK(collcomm_shm() == shm0);
+  }
+}
+
+TEST_CASE("mp: every kind and algorithm captured into a CUDA graph in each process and replayed, N = 2, 4 processes") {
+  for (int n : {2, 4}) {
+    const auto shm0 = collcomm_shm();
+    const auto j = run_ranks(n, "graph", fresh("graph"), 300s);
+    expect_all(j, ("graph n=" + std::to_string(n)).c_str());
     CHECK(collcomm_shm() == shm0);
   }
 }

@@ -177,8 +177,8 @@ class world {
     if (opts.slots < 2 || (opts.slots & (opts.slots - 1)) != 0)
       detail::fail(errc::invalid_argument, where, rank, "option 'slots' = " + std::to_string(opts.slots) + " must be a power of two, at least 2");
     if (const char* coop = std::getenv("COLLCOMM_GPU_COOPERATIVE")) opts.cooperative = std::atoi(coop) != 0;
-    if (opts.slot_bytes < 16 || opts.slot_bytes % 16 != 0)
-      detail::fail(errc::invalid_argument, where, rank, "option 'slot_bytes' must be a positive multiple of 16");
+    if (opts.slot_bytes < 16 || opts.slot_bytes % 16 != 0 || opts.slot_bytes > (std::size_t{1} << 31))
+      detail::fail(errc::invalid_argument, where, rank, "option 'slot_bytes' must be a positive multiple of 16, at most 2 GiB");
     if (opts.window_bytes % 256 != 0)
       detail::fail(errc::invalid_argument, where, rank, "option 'window_bytes' = " + std::to_string(opts.window_bytes) + " must be a multiple of 256");
   }

@@ -2,9 +2,11 @@
 // needs to reach its peers. Trivially copyable; kernels take it by value. The host owner that
 // allocates and wires this memory is transport/nvlink.hpp.
 //
-// Address spaces: every pointer here is device memory that all ranks of the communicator can
-// load and store (one GPU, or peers with peer access enabled), except `stall`, which is
-// host-mapped pinned memory.
+// Address spaces: every pointer here is memory that all ranks of the communicator can load and
+// store. Device memory (one GPU, or peers with peer access enabled), except: `stall` is always
+// host-mapped pinned memory; `abort` is host memory in a world of processes (abort_on_host);
+// the FIFOs (and, across GPUs, the shared words) are host memory where connections are staged
+// (gpu::placement::host, transport::pcie).
 #pragma once
 
 #include <collcomm/config.hpp>

@@ -835,7 +835,7 @@ TEST_CASE("no mps: 2 processes, few small calls, long timeout") {
 TEST_CASE("mp: pcie staged, every FIFO schedule, N = 2, 3, 4, 8 processes on one GPU, 20 calls queued") {
   for (int n : {2, 3, 4, 8}) {
     const auto shm0 = collcomm_shm();
-    const auto j = run_ranks(n, "pcie_matrix", fresh("pcie matrix"), 150s);
+    const auto j = run_ranks(n, "pcie_matrix", fresh("pcie matrix"), 70s);
     expect_all(j, ("pcie matrix n=" + std::to_string(n)).c_str());
     CHECK(collcomm_shm() == shm0);
   }

@@ -609,6 +609,23 @@ void launch(world& w, int rank, coll_args a, const T* in, T* out, Op op, cudaStr
 // rank's call (the world's abort word), so every rank reports the first stall — who waited, for
 // which peer, on which channel and message. Call after the rank's stream synchronized.
 inline void check_stall(world& w, int rank) {
+  if (w.is_process()) {
+    // A GPU context that failed (a sticky CUDA error, left by the stream synchronization before
+    // this call). Under MPS, a fatal fault of any client is reported to every client of the GPU,
+    // and a client SIGKILLed while its kernel reads host memory it registered (transport::pcie's
+    // staged connections) faults as its mappings go: name the rank whose process is gone.
+    const cudaError_t e = cudaPeekAtLastError();
+    if (e == cudaErrorIllegalAddress || e == cudaErrorLaunchFailure || e == cudaErrorMisalignedAddress || e == cudaErrorIllegalInstruction ||
+        e == cudaErrorHardwareStackError || e == cudaErrorInvalidPc || e == cudaErrorInvalidAddressSpace || e == cudaErrorMpsClientTerminated) {
+      std::string msg = std::string("this process's GPU context failed (") + cudaGetErrorString(e) + ")";
+      const std::vector<int> dead = w.process().dead_ranks ? w.process().dead_ranks() : std::vector<int>{};
+      if (!dead.empty())
+        msg += "; the process of rank(s) " + launch_detail::rank_list(dead) +
+               " is gone (killed or exited): under MPS a client that dies during a call can fault every client of the GPU; this process must exit to use CUDA again";
+      w.mark_failed(msg);
+      detail::fail(errc::system, "gpu collective", rank, msg);
+    }
+  }
   transport::stall_record s{};
   auto scan = [&] {
     for (int r = 0; r < w.nranks() && !s.stalled; ++r) {

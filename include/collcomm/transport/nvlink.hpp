@@ -618,7 +618,13 @@ inline void check_stall(world& w, int rank) {
     if (e == cudaErrorIllegalAddress || e == cudaErrorLaunchFailure || e == cudaErrorMisalignedAddress || e == cudaErrorIllegalInstruction ||
         e == cudaErrorHardwareStackError || e == cudaErrorInvalidPc || e == cudaErrorInvalidAddressSpace || e == cudaErrorMpsClientTerminated) {
       std::string msg = std::string("this process's GPU context failed (") + cudaGetErrorString(e) + ")";
-      const std::vector<int> dead = w.process().dead_ranks ? w.process().dead_ranks() : std::vector<int>{};
+      // The fault can arrive while the dead process is still being torn down (its liveness lock
+      // not yet released: seen 180 ms after the kill): look again for up to the timeout (at most
+      // 5 s: a context can also fail for reasons of its own, a user's kernel for one).
+      std::vector<int> dead;
+      const auto until = std::chrono::steady_clock::now() + std::min<std::chrono::steady_clock::duration>(w.opts().timeout, std::chrono::seconds(5));
+      while (w.process().dead_ranks && (dead = w.process().dead_ranks()).empty() && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
       if (!dead.empty())
         msg += "; the process of rank(s) " + launch_detail::rank_list(dead) +
                " is gone (killed or exited): under MPS a client that dies during a call can fault every client of the GPU; this process must exit to use CUDA again";

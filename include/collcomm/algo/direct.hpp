@@ -11,12 +11,18 @@
 
 #include <collcomm/algo/primitives.hpp>
 
+#include <type_traits>
+
 COLLCOMM_NAMESPACE_BEGIN
 namespace algo {
 
 struct direct {
   static constexpr const char* name = "direct";
   static constexpr bool needs_direct = true;
+  // all_gather's channel c reads from each peer only the peer's input range of channel c (kernels
+  // may stage it per channel: collective_kernel.cuh); reduce_scatter and all_to_all read every block.
+  template <class K>
+  static constexpr bool peers_read_channel_range = std::is_same_v<K, kind::all_gather>;
 
   // out[i] = ⊕ over ranks q, in rank order, of q's input[r * count + i].
   template <class P>

@@ -24,6 +24,10 @@ struct one_shot {
   static constexpr const char* name = "one_shot";
   static constexpr bool needs_direct = true;
   static constexpr bool in_place_safe = false;  // the host API refuses in-place calls (collectives.hpp)
+  // Channel c reads from each peer only the peer's input range of channel c (kernels may stage it
+  // per channel: collective_kernel.cuh, stages_channel_range).
+  template <class K>
+  static constexpr bool peers_read_channel_range = true;
 
   template <class P>
   COLLCOMM_HD static void run(kind::all_reduce, P& p, const coll_args& a) {

@@ -22,6 +22,7 @@ namespace algo {
 struct two_shot {
   static constexpr const char* name = "two_shot";
   static constexpr bool needs_direct = true;
+  static constexpr bool reads_peer_outputs = true;  // its all-gather half reads peers' outputs
 
   template <class P>
   COLLCOMM_HD static void run(kind::all_reduce, P& p, const coll_args& a) {

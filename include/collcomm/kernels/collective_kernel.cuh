@@ -53,10 +53,22 @@ inline constexpr int max_launch_ranks = 32;
 
 // One rank's part of a call: rank_params (block_primitives.cuh).
 
+// An algorithm whose channel c, for kind K, reads from its peers only their input range
+// channel_range(count, c, ...) (one_shot; direct all_gather) can have each channel stage its own
+// range of the input inside the kernel, before its entry barrier: across processes the input goes
+// to this rank's IPC window, and staging it there in the kernel saves a copy before it.
+template <class K, class Algo>
+constexpr bool stages_channel_range() {
+  using A = algorithm_of<Algo>;
+  if constexpr (requires { A::template peers_read_channel_range<K>; }) return A::template peers_read_channel_range<K>;
+  else return false;
+}
+
 template <class T, class Op>
 struct kernel_params {
   transport::nvlink_device_handle h;
   int nlocal;  // ranks in this launch (gridDim.y)
+  void* stage;  // (nlocal == 1 only) where each channel first copies its range of the input: stages_channel_range
   rank_params<T, Op> rank[max_launch_ranks];
 };
 
@@ -100,6 +112,21 @@ COLLCOMM_KERNEL void __launch_bounds__(Tuning::threads) collective_kernel(const 
   coll_args a = mine.args;
   a.channel = channel;
   a.nchannels = static_cast<int>(gridDim.x);
+  if constexpr (stages_channel_range<K, Algo>()) {
+    if (p.stage) {  // the schedule's entry barrier publishes these stores (bar.sync, then a fence)
+      const range r = channel_range(a.count, channel, a.nchannels, prims.align_elems());
+      const char* src = reinterpret_cast<const char*>(mine.in + r.begin);
+      char* dst = static_cast<char*>(p.stage) + r.begin * static_cast<index_t>(sizeof(T));
+      const index_t bytes = r.size * static_cast<index_t>(sizeof(T));
+      index_t done = 0;
+      if (((reinterpret_cast<std::uintptr_t>(src) | reinterpret_cast<std::uintptr_t>(dst)) & 15u) == 0) {
+        done = bytes / 16 * 16;
+        for (index_t i = threadIdx.x; i < bytes / 16; i += blockDim.x)
+          reinterpret_cast<uint4*>(dst)[i] = reinterpret_cast<const uint4*>(src)[i];
+      }
+      for (index_t i = done + threadIdx.x; i < bytes; i += blockDim.x) dst[i] = src[i];
+    }
+  }
   Algo::run(K{}, prims, a);
 
   if constexpr (fifo) {

@@ -481,7 +481,7 @@ inline std::string rank_list(const std::vector<int>& ranks) {
 // launch), it returns once every one of them has called it for this call, or throws
 // errc::timeout naming those that did not within the world's timeout.
 template <class K, class Algo, class Tuning = kernels::tuning<>, class T, class Op>
-void launch(world& w, int rank, coll_args a, const T* in, T* out, Op op, cudaStream_t stream) {
+void launch(world& w, int rank, coll_args a, const T* in, T* out, Op op, cudaStream_t stream, void* stage = nullptr) {
   using params_t = kernels::kernel_params<T, Op>;
   static_assert(std::is_trivially_copyable_v<params_t>);
   w.check_usable(K::name, rank);
@@ -529,6 +529,7 @@ void launch(world& w, int rank, coll_args a, const T* in, T* out, Op op, cudaStr
     params_t p{};
     p.h = w.handle(rank);
     p.nlocal = 1;
+    p.stage = stage;
     p.rank[0] = mine;
     detail::cuda_check(launch_detail::enqueue_kernel<K, Algo, Tuning>(w, p, false, stream), K::name, rank);
     return;
@@ -741,9 +742,17 @@ class communicator<transport::nvlink> {
  private:
   // A direct algorithm across processes: peers cannot read this process's buffers, so the call
   // goes through this rank's IPC-shared window (as host::detail::staged_call does through the
-  // host segment): input copied in on the stream, the schedule run out of place on the windows
-  // (peers read them there; an in-place call gives the same result out of place), output copied
-  // back. The schedule's last barrier keeps peers off a window that the next call overwrites.
+  // host segment): input copied in on the stream (or, where each channel's peers read only its
+  // own range of it — one_shot, direct all_gather — by the kernel, channel by channel, before its
+  // entry barrier), the schedule run out of place on the windows (peers read them there; an
+  // in-place call gives the same result out of place), output copied back — or, where no peer
+  // reads outputs (all but two_shot), written where the caller wants it by the kernel.
+  // The schedule's last barrier keeps peers off a window that the next call overwrites.
+  template <class Algo>
+  static constexpr bool reads_peer_outputs = [] {
+    if constexpr (requires { algorithm_of<Algo>::reads_peer_outputs; }) return algorithm_of<Algo>::reads_peer_outputs;
+    else return false;
+  }();
   template <class K, class Algo, class T, class Op>
   void run_staged(const coll_args& a, const T* in, index_t in_elems, T* out, index_t out_elems, const Op& op, cudaStream_t stream) const {
     w_->check_usable(K::name, rank_);
@@ -763,9 +772,17 @@ class communicator<transport::nvlink> {
     T* win_in = reinterpret_cast<T*>(p.window);
     T* win_out = reinterpret_cast<T*>(p.window + p.window_bytes);
     detail::device_guard guard(w_->device_of(rank_));
-    if (in_bytes) detail::cuda_check(cudaMemcpyAsync(win_in, in, in_bytes, cudaMemcpyDefault, stream), "cudaMemcpyAsync (staging in)", rank_);
-    gpu::launch<K, Algo>(*w_, rank_, a, in_bytes ? win_in : nullptr, out_bytes ? win_out : nullptr, op, stream);
-    if (out_bytes) detail::cuda_check(cudaMemcpyAsync(out, win_out, out_bytes, cudaMemcpyDefault, stream), "cudaMemcpyAsync (staging out)", rank_);
+    const bool stage_out = out_bytes && reads_peer_outputs<Algo>;
+    T* kernel_out = stage_out ? win_out : out_bytes ? out : nullptr;
+    if constexpr (kernels::stages_channel_range<K, Algo>()) {
+      // The kernel copies each channel's range of the input into the window itself (peers read
+      // only that range on that channel), and reads its own input where it is.
+      gpu::launch<K, Algo>(*w_, rank_, a, in_bytes ? in : nullptr, kernel_out, op, stream, in_bytes ? win_in : nullptr);
+    } else {
+      if (in_bytes) detail::cuda_check(cudaMemcpyAsync(win_in, in, in_bytes, cudaMemcpyDefault, stream), "cudaMemcpyAsync (staging in)", rank_);
+      gpu::launch<K, Algo>(*w_, rank_, a, in_bytes ? win_in : nullptr, kernel_out, op, stream);
+    }
+    if (stage_out) detail::cuda_check(cudaMemcpyAsync(out, win_out, out_bytes, cudaMemcpyDefault, stream), "cudaMemcpyAsync (staging out)", rank_);
   }
 
   std::shared_ptr<gpu::world> owner_;  // a world of processes; a world of threads is the caller's

@@ -21,7 +21,7 @@ echo "nccl: ${COLLCOMM_NCCL_LIB:-none found}" >> "$out/env.txt"
 export NCCL_NVLS_ENABLE=0  # never NVLink multicast (the bench forces it off too)
 b() { echo "\$ collcomm_bench $*"; local t0=$SECONDS; timeout "${T:-60}" $bin/collcomm_bench "$@"; echo "# exit $? ($((SECONDS - t0)) s)"; }
 if [[ $what == tests || $what == all ]]; then
-  for t in test_gpu_collectives test_gpu_api; do
+  for t in test_gpu_collectives test_gpu_api test_gpu_ll test_gpu_pcie; do
     [[ -x $bin/$t ]] || continue
     t0=$SECONDS
     timeout 300 $bin/$t -d 2>&1 | tail -60

@@ -115,14 +115,24 @@ if [[ $what == ctest ]]; then
   } > "$out/fig_large.txt" 2>&1
 fi
 if [[ $what == gpus ]]; then
-  # Issue 5: one rank per GPU on every GPU of the machine, collcomm beside NCCL (--nccl), the four
-  # kinds 8 B to 1 GiB, and small all_reduce from a graph. Run on nvidia-h200-x2/x4/x8.
-  G=$(nvidia-smi -L | wc -l)
-  for k in all_reduce reduce_scatter all_gather broadcast; do
-    T=300 b -k $k -a ring -r $G -g 1 -b 16 -e 1G -f 4 -n 20 -w 3 -R 3 -c 1 -s 1M --nccl
-  done > "$out/gpus_ring_$G.txt" 2>&1
+  # Issue 5: one rank per GPU on every GPU of the machine, collcomm beside NCCL (--nccl: NCCL's
+  # same collective on the same ranks, buffers and streams, right after ours; NVLS forced off):
+  # the five kinds, f32 and bf16, 8 B to MAXB (default 4 GiB), collcomm's ring and direct/pairwise
+  # algorithms each named, small all_reduce with every algorithm stream-launched and from a graph.
+  # Run on nvidia-h200-x2/x4/x8 (on one GPU it is a smoke test of this script and of --nccl).
+  G=${GPUS:-$(nvidia-smi -L | wc -l)}
+  MAXB=${MAXB:-4G}
+  for t in f32 bf16; do
+    for k in all_reduce reduce_scatter all_gather broadcast; do
+      T=300 b -k $k -a ring -t $t -r $G -g 1 -b 8 -e $MAXB -f 4 -n 20 -w 3 -R 3 -c 1 -s 1M --nccl
+    done
+    T=300 b -k all_to_all -a pairwise -t $t -r $G -g 1 -b 8 -e $MAXB -f 4 -n 20 -w 3 -R 3 -c 1 -s 1M --nccl
+    T=300 b -k all_to_all -a direct -t $t -r $G -g 1 -b 8 -e 256M -f 4 -n 20 -w 3 -R 3 -c 1
+    T=300 b -k reduce_scatter -a direct -t $t -r $G -g 1 -b 8 -e 256M -f 4 -n 20 -w 3 -R 3 -c 1
+    T=300 b -k all_gather -a direct -t $t -r $G -g 1 -b 8 -e 256M -f 4 -n 20 -w 3 -R 3 -c 1
+  done > "$out/gpus_large_$G.txt" 2>&1
   {
-    for a in one_shot two_shot; do
+    for a in one_shot two_shot tree ring; do
       b -k all_reduce -a $a -r $G -g 1 -b 8 -e 1M -f 4 -n 50 -w 10 -R 7 -c 1 -G -C 1
       b -k all_reduce -a $a -r $G -g 1 -b 8 -e 1M -f 4 -n 50 -w 10 -R 7 -c 1 -C 1 --nccl
     done

@@ -140,9 +140,15 @@ class block_primitives {
     else barrier();
   }
   __device__ void exit_barrier() {
-    if (launch_) __syncthreads();
+    if (launch_ || peer_in_offset_) __syncthreads();
     else barrier();
   }
+  // Across processes, where this call's kernel staged its input into one of the two alternating
+  // halves of every rank's window (collective_kernel.cuh): peers' inputs are read `offset` bytes
+  // into their windows, and the exit barrier is not needed — a rank overwrites a half only two
+  // staged calls later, after its entry barrier of the call between, which every peer reaches only
+  // when done reading that half.
+  __device__ void use_staged_half(std::size_t offset) { peer_in_offset_ = offset; }
 
   // Every rank's block of this channel arrives, then waits for all. The arrival counter only
   // grows; the value our fetch_add returns says which barrier we joined (no rank can be a whole
@@ -240,6 +246,8 @@ class block_primitives {
   __device__ const T* peer_ptr(int r, buf_ref b) const {
     if (launch_) return (b.which == buffer::input ? launch_[r].in : static_cast<const T*>(launch_[r].out)) + b.offset;
     const transport::buffer_pair& bp = h_.buffers[channel_ * h_.nranks + r];
+    if (b.which == buffer::input && peer_in_offset_ && r != rank_)
+      return reinterpret_cast<const T*>(static_cast<const char*>(bp.in) + peer_in_offset_) + b.offset;
     return (b.which == buffer::input ? static_cast<const T*>(bp.in) : static_cast<const T*>(bp.out)) + b.offset;
   }
   // Every rank's buffer `b` for this channel, into shared memory: read once per call, not per element.
@@ -408,6 +416,7 @@ class block_primitives {
   const void** peer_ptrs_;    // shared memory, (rank)
   int* aborted_;              // shared memory
   const rank_params<T, Op>* launch_ = nullptr;  // every rank's buffers, when one launch carries them all
+  std::size_t peer_in_offset_ = 0;               // use_staged_half
 };
 
 }  // namespace kernels

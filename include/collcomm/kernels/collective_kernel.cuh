@@ -68,7 +68,7 @@ template <class T, class Op>
 struct kernel_params {
   transport::nvlink_device_handle h;
   int nlocal;  // ranks in this launch (gridDim.y)
-  void* stage;  // (nlocal == 1 only) where each channel first copies its range of the input: stages_channel_range
+  void* stage;  // (nlocal == 1, processes only) the window, into a half of which each channel first copies its range of the input: stages_channel_range
   rank_params<T, Op> rank[max_launch_ranks];
 };
 
@@ -114,9 +114,19 @@ COLLCOMM_KERNEL void __launch_bounds__(Tuning::threads) collective_kernel(const 
   a.nchannels = static_cast<int>(gridDim.x);
   if constexpr (stages_channel_range<K, Algo>()) {
     if (p.stage) {  // the schedule's entry barrier publishes these stores (bar.sync, then a fence)
+      // Which half of the window's two staging halves: this channel's count of staged calls, the
+      // same on every rank (every rank makes the same calls); p.stage is the window's start.
+      __shared__ std::size_t half_at;
+      if (threadIdx.x == 0) {
+        const std::uint64_t k = p.h.staged_calls[channel];
+        p.h.staged_calls[channel] = k + 1;
+        half_at = static_cast<std::size_t>(2 + (k & 1)) * p.h.window_bytes;
+      }
+      __syncthreads();
+      prims.use_staged_half(half_at);
       const range r = channel_range(a.count, channel, a.nchannels, prims.align_elems());
       const char* src = reinterpret_cast<const char*>(mine.in + r.begin);
-      char* dst = static_cast<char*>(p.stage) + r.begin * static_cast<index_t>(sizeof(T));
+      char* dst = static_cast<char*>(p.stage) + half_at + r.begin * static_cast<index_t>(sizeof(T));
       const index_t bytes = r.size * static_cast<index_t>(sizeof(T));
       index_t done = 0;
       if (((reinterpret_cast<std::uintptr_t>(src) | reinterpret_cast<std::uintptr_t>(dst)) & 15u) == 0) {

@@ -57,6 +57,11 @@ struct nvlink_device_handle {
   std::uint32_t slots;        // a power of two
   std::uint32_t slot_bytes;
   bool system_scope;          // false: every rank on one GPU, so counters need only gpu scope
+  // A world of processes only (else null / 0): this rank's count of calls, per channel, that
+  // staged their input in the kernel (collective_kernel.cuh, stages_channel_range); its parity
+  // picks which of the two staging halves of every rank's window the call uses.
+  std::uint64_t* staged_calls;
+  std::uint64_t window_bytes;
   std::uint64_t timeout_ns;
 
   COLLCOMM_HD fifo_view& fifo(int channel, int src, int dst) const {

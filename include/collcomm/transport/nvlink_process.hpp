@@ -382,7 +382,9 @@ std::shared_ptr<world> world::join(B& boot, int device, options opts) {
   const std::size_t conn_bytes = per_conn * static_cast<std::size_t>(nc) * n;  // one receiver's
   const std::size_t barrier_at = ipc_detail::align_up(conn_bytes, 256);
   const std::size_t window_at = ipc_detail::align_up(barrier_at + 128 * static_cast<std::size_t>(nc), 256);
-  const std::size_t total = staged ? 0 : window_at + 2 * opts.window_bytes;
+  // The window: input, output (direct schedules staged by copies), then two halves where kernels
+  // stage their input themselves, alternating call by call (communicator::run_staged).
+  const std::size_t total = staged ? 0 : window_at + 4 * opts.window_bytes;
   const std::size_t staged_bytes = staged ? ipc_detail::align_up(conn_bytes * n, 4096) : 0;
 
   // Both names are known to every rank before either exists, and every rank unlinks both on
@@ -496,6 +498,8 @@ std::shared_ptr<world> world::join(B& boot, int device, options opts) {
       // Staged connections are host memory, written and read over PCIe: system scope always.
       h.system_scope = staged || on_gpu != n;
       h.steps = static_cast<std::uint64_t*>(w->alloc(device, sizeof(std::uint64_t) * n * nc * n * 2));
+      h.staged_calls = staged ? nullptr : static_cast<std::uint64_t*>(w->alloc(device, sizeof(std::uint64_t) * nc));
+      h.window_bytes = staged ? 0 : opts.window_bytes;
       // The barrier is the direct schedules' alone (an atomic add, which host memory reached over
       // PCIe does not promise). Staged, no direct schedule runs (refused on the host), so this
       // rank's lines are its own: a barrier reached anyway would wait for arrivals that never come

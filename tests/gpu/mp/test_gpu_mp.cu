@@ -438,6 +438,88 @@ int scenario_pcie_matrix(bootstrap::tcp& boot, int queued, std::vector<index_t> 
   return failures == 0 ? 0 : 1;
 }
 
+// Algorithms mixed in one queue: staged-in-kernel direct calls (one_shot, direct all_gather; no
+// exit barrier, alternating window halves), copy-staged ones (two_shot) and FIFO ones (ring, tree),
+// back to back on one stream with no host barrier, each call on its own buffers, every output
+// checked: a rank that overwrote a window half a peer still read would show here.
+int scenario_mixed(bootstrap::tcp& boot) {
+  const int me = boot.rank(), n = boot.size();
+  gpu::options o;
+  o.timeout = 20s;
+  nvcomm comm(boot, 0, o);
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  gpu::preload<kind::all_reduce, algo::one_shot, float, op::sum>();
+  gpu::preload<kind::all_reduce, algo::two_shot, float, op::sum>();
+  gpu::preload<kind::all_reduce, algo::ring, float, op::sum>();
+  gpu::preload<kind::all_reduce, algo::tree, float, op::sum>();
+  gpu::preload<kind::all_gather, algo::direct, float, op::none>();
+  // 0 one_shot, 1 two_shot, 2 ring, 3 tree, 4 direct all_gather (count elements per rank)
+  const std::vector<int> plan = {0, 0, 4, 0, 1, 0, 2, 0, 4, 4, 0, 3, 0, 0, 1, 4, 0, 2, 4, 0, 0, 4, 0};
+  int failures = 0;
+  std::uint64_t seed = env_u64("COLLCOMM_TEST_SEED");
+  for (index_t count : {static_cast<index_t>(n + 1), index_t{1031}, index_t{250007}}) {
+    const int q = static_cast<int>(plan.size());
+    std::vector<std::vector<std::vector<float>>> x(q);
+    std::vector<float*> ins(q), outs(q);
+    std::vector<index_t> out_n(q);
+    for (int c = 0; c < q; ++c) {
+      seed = host::detail::mix64(seed + 1);
+      std::mt19937_64 g(seed);
+      const bool ag = plan[c] == 4;
+      x[c].assign(static_cast<std::size_t>(n), std::vector<float>(count));
+      for (int r = 0; r < n; ++r)
+        for (index_t i = 0; i < count; ++i) x[c][r][i] = ag ? static_cast<float>(g() % 2001) - 1000.0f : random_value<float, op::sum>(g, n, r, i);
+      out_n[c] = ag ? count * n : count;
+      CK(cudaMalloc(&ins[c], count * sizeof(float)));
+      CK(cudaMalloc(&outs[c], (out_n[c] + 1) * sizeof(float)));
+      CK(cudaMemset(outs[c], 0xA5, (out_n[c] + 1) * sizeof(float)));
+      CK(cudaMemcpy(ins[c], x[c][me].data(), count * sizeof(float), cudaMemcpyHostToDevice));
+    }
+    CK(cudaDeviceSynchronize());
+    boot.barrier();
+    std::string err;
+    try {
+      for (int c = 0; c < q; ++c) switch (plan[c]) {
+          case 0: all_reduce<algo::one_shot>(comm, ins[c], outs[c], count, op::sum{}, s); break;
+          case 1: all_reduce<algo::two_shot>(comm, ins[c], outs[c], count, op::sum{}, s); break;
+          case 2: all_reduce<algo::ring>(comm, ins[c], outs[c], count, op::sum{}, s); break;
+          case 3: all_reduce<algo::tree>(comm, ins[c], outs[c], count, op::sum{}, s); break;
+          default: all_gather<algo::direct>(comm, ins[c], outs[c], count, s); break;
+        }
+      CK(cudaStreamSynchronize(s));
+      comm.check();
+    } catch (const std::exception& e) {
+      err = e.what();
+    }
+    boot.barrier();
+    std::vector<float> got;
+    for (int c = 0; c < q && err.empty(); ++c) {
+      got.resize(out_n[c] + 1);
+      CK(cudaMemcpy(got.data(), outs[c], (out_n[c] + 1) * sizeof(float), cudaMemcpyDeviceToHost));
+      for (index_t i = 0; i < out_n[c] && err.empty(); ++i) {
+        float want = 0;
+        if (plan[c] == 4) want = x[c][i / count][i % count];
+        else
+          for (int r = 0; r < n; ++r) want += x[c][r][i];  // small integers: exact in any order
+        if (got[i] != want) err = "call " + std::to_string(c) + " (plan " + std::to_string(plan[c]) + ") element " + std::to_string(i) + ": got " +
+                                  std::to_string(got[i]) + " expected " + std::to_string(want);
+      }
+      std::uint32_t tail;
+      std::memcpy(&tail, &got[out_n[c]], 4);
+      if (err.empty() && tail != 0xA5A5A5A5u) err = "call " + std::to_string(c) + " wrote past its output";
+    }
+    for (int c = 0; c < q; ++c) cudaFree(ins[c]), cudaFree(outs[c]);
+    if (!err.empty()) {
+      ++failures;
+      report("FAIL mixed n=%d count=%lld: %s", n, static_cast<long long>(count), err.c_str());
+    }
+  }
+  report("rank %d of %d: mixed queue of %zu calls x 3 counts, %d failed", me, n, plan.size(), failures);
+  cudaStreamDestroy(s);
+  return failures == 0 ? 0 : 1;
+}
+
 // A direct call larger than the window is refused, naming 'count' and the rank.
 int scenario_window(bootstrap::tcp& boot) {
   gpu::options o;
@@ -732,7 +814,8 @@ int child_main(const std::string& scenario) {
       o.slot_bytes = 64 << 10;
       o.timeout = 20s;
       code = scenario_matrix(boot, 4, {static_cast<index_t>(boot.size() + 1), 250007}, o, 3);
-    } else if (scenario == "window") code = scenario_window(boot);
+    } else if (scenario == "mixed") code = scenario_mixed(boot);
+    else if (scenario == "window") code = scenario_window(boot);
     else if (scenario == "leak") {
       gpu::options o;
       o.channels = 2;
@@ -793,6 +876,14 @@ TEST_CASE("mp: every kind and algorithm captured into a CUDA graph in each proce
     const auto shm0 = collcomm_shm();
     const auto j = run_ranks(n, "graph", fresh("graph"), 300s);
     expect_all(j, ("graph n=" + std::to_string(n)).c_str());
+    CHECK(collcomm_shm() == shm0);
+  }
+}
+
+TEST_CASE("mp: every kind of staging mixed in one queue, N = 2, 3, 8 processes") {
+  for (int n : {2, 3, 8}) {
+    const auto shm0 = collcomm_shm();
+    expect_all(run_ranks(n, "mixed", fresh("mixed"), 120s), ("mixed n=" + std::to_string(n)).c_str());
     CHECK(collcomm_shm() == shm0);
   }
 }

@@ -118,7 +118,8 @@ struct options {
   bool cooperative = true;  // grouped launches are cooperative (all blocks resident, or an error); env COLLCOMM_GPU_COOPERATIVE=0 turns it off
   placement connections = placement::device;  // placement::host: staged through pinned host memory (transport/pcie.hpp)
   // Worlds of processes only (world::join): bytes of each rank's staging window for direct
-  // algorithms (one_shot, two_shot, direct), twice over (input and output), in its GPU memory.
+  // algorithms (one_shot, two_shot, direct), four times over in its GPU memory (input and output
+  // of calls staged by copies; two alternating halves for calls that stage in the kernel).
   // A direct call whose input or output is larger is refused; 0 refuses every direct call.
   std::size_t window_bytes = std::size_t{32} << 20;
 };

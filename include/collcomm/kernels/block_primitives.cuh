@@ -14,7 +14,8 @@
 // A wait that passes the handle's timeout records who waited for whom in the host-mapped stall
 // record (first claimant wins) and raises the world's abort word: every wait of every rank polls
 // it and every later kernel reads it at entry (or, where the word is host memory, in its first
-// long wait), so one missing peer costs one timeout, not one per queued call, and the host reports the stall (communicator::check) instead of hanging.
+// long wait), so one missing peer costs one timeout, not one per queued call, and the host
+// reports the stall (communicator::check) instead of hanging.
 #pragma once
 
 #include <collcomm/algo/primitives.hpp>
@@ -143,12 +144,16 @@ class block_primitives {
     if (launch_ || peer_in_offset_) __syncthreads();
     else barrier();
   }
-  // Across processes, where this call's kernel staged its input into one of the two alternating
-  // halves of every rank's window (collective_kernel.cuh): peers' inputs are read `offset` bytes
-  // into their windows, and the exit barrier is not needed — a rank overwrites a half only two
-  // staged calls later, after its entry barrier of the call between, which every peer reaches only
-  // when done reading that half.
-  __device__ void use_staged_half(std::size_t offset) { peer_in_offset_ = offset; }
+  // Across processes (collective_kernel.cuh, stages_channel_range): copies this channel's range
+  // of the input, unchanged, into the staging half `offset` bytes into this rank's window, at the
+  // same place; peers read it there after the entry barrier (which publishes these stores), and
+  // read every peer's input `offset` bytes into its window. The exit barrier is then not needed:
+  // a rank overwrites a half only two staged calls later, after its entry barrier of the call
+  // between, which every peer reaches only when done reading that half.
+  __device__ void stage_input(char* window, std::size_t offset, range r) {
+    peer_in_offset_ = offset;
+    move(nullptr, 0, in_ + r.begin, false, reinterpret_cast<T*>(window + offset) + r.begin, nullptr, 0, r.size, false);
+  }
 
   // Every rank's block of this channel arrives, then waits for all. The arrival counter only
   // grows; the value our fetch_add returns says which barrier we joined (no rank can be a whole

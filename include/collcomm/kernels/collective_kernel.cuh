@@ -123,18 +123,7 @@ COLLCOMM_KERNEL void __launch_bounds__(Tuning::threads) collective_kernel(const 
         half_at = static_cast<std::size_t>(2 + (k & 1)) * p.h.window_bytes;
       }
       __syncthreads();
-      prims.use_staged_half(half_at);
-      const range r = channel_range(a.count, channel, a.nchannels, prims.align_elems());
-      const char* src = reinterpret_cast<const char*>(mine.in + r.begin);
-      char* dst = static_cast<char*>(p.stage) + half_at + r.begin * static_cast<index_t>(sizeof(T));
-      const index_t bytes = r.size * static_cast<index_t>(sizeof(T));
-      index_t done = 0;
-      if (((reinterpret_cast<std::uintptr_t>(src) | reinterpret_cast<std::uintptr_t>(dst)) & 15u) == 0) {
-        done = bytes / 16 * 16;
-        for (index_t i = threadIdx.x; i < bytes / 16; i += blockDim.x)
-          reinterpret_cast<uint4*>(dst)[i] = reinterpret_cast<const uint4*>(src)[i];
-      }
-      for (index_t i = done + threadIdx.x; i < bytes; i += blockDim.x) dst[i] = src[i];
+      prims.stage_input(static_cast<char*>(p.stage), half_at, channel_range(a.count, channel, a.nchannels, prims.align_elems()));
     }
   }
   Algo::run(K{}, prims, a);

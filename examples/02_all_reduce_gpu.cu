@@ -5,11 +5,7 @@
 // wrong, 77 if there is no GPU (scripts/demo then runs 01_all_reduce on the host executor).
 //
 //   collcomm_example_02_all_reduce_gpu [--ranks N] [--count C]
-#include <collcomm/algo/one_shot.hpp>
-#include <collcomm/algo/tree.hpp>
-#include <collcomm/algo/two_shot.hpp>
-#include <collcomm/collectives.hpp>
-#include <collcomm/transport/nvlink.hpp>
+#include <collcomm/gpu.hpp>  // the GPU executor, the collectives and every algorithm
 
 #include <cuda_runtime.h>
 

@@ -5,7 +5,7 @@
 //   simple — bulk data in the slot, then a fence and the tail counter; ~100 % payload.
 //   ll     — 16-byte lines of (4 B data, 4 B flag, 4 B data, 4 B flag), each half written and read
 //            as one 8-byte access, the flag being the message number: no fence, no tail to wait
-//            for, the lowest latency; 50 % payload (kernels/ll_primitives.cuh).
+//            for, the lowest latency; 50 % payload (kernels/ll_fifo.cuh).
 // It is a compile-time choice: the kernel's primitives class is picked by it (collective_kernel.cuh),
 // and there is no run-time dispatch over protocols. Only the GPU executor reads it; the host and
 // symbolic executors run the wrapped algorithm's schedules unchanged (the schedules are the same

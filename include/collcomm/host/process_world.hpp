@@ -9,7 +9,7 @@
 //
 // make_process_world(boot, options) is collective over the bootstrap's ranks (all of them, in the
 // same order as their other bootstrap calls), and so is split over the parent's ranks. Both
-// follow segment.hpp's life: one rank creates the segment (its name derived from a random job
+// follow detail/shm_segment.hpp's life: one rank creates the segment (its name derived from a random job
 // token), the others open it, a last exchange says every rank mapped it, and the name is unlinked
 // at once. Every step is bounded by a timeout (the bootstrap's, or the parent world's) and a
 // failure anywhere — a segment that cannot be made, options that differ, a rank that died — is an
@@ -30,7 +30,8 @@
 #include <collcomm/config.hpp>
 #include <collcomm/error.hpp>
 #include <collcomm/host/options.hpp>
-#include <collcomm/host/segment.hpp>
+#include <collcomm/detail/join.hpp>
+#include <collcomm/detail/shm_segment.hpp>
 #include <collcomm/host/world.hpp>
 
 #include <algorithm>
@@ -55,50 +56,6 @@ inline constexpr int no_color = -1;
 namespace host {
 namespace detail {
 
-inline std::uint64_t mix64(std::uint64_t x) noexcept {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-inline std::uint64_t random_token() {
-  std::random_device rd;
-  std::uint64_t t = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
-  t ^= mix64(static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
-             (static_cast<std::uint64_t>(::getpid()) << 32));
-  return t == 0 ? 1 : t;
-}
-
-// A status record exchanged over the bootstrap: empty text = ok.
-inline constexpr std::size_t status_bytes = 512;
-
-template <class B>
-std::vector<std::string> exchange_status(B& boot, const std::string& err) {
-  std::vector<std::byte> mine(status_bytes, std::byte{0}), all(status_bytes * static_cast<std::size_t>(boot.size()));
-  std::memcpy(mine.data(), err.data(), std::min(err.size(), status_bytes - 1));
-  boot.all_gather(std::span<const std::byte>(mine), std::span<std::byte>(all));
-  std::vector<std::string> out(static_cast<std::size_t>(boot.size()));
-  for (std::size_t r = 0; r < out.size(); ++r) {
-    const char* p = reinterpret_cast<const char*>(all.data() + r * status_bytes);
-    out[r] = std::string(p, strnlen(p, status_bytes - 1));
-  }
-  return out;
-}
-
-// Throws errc::system on this rank when any rank's status is an error, naming those ranks.
-inline void check_statuses(const std::vector<std::string>& errs, const char* where, int rank) {
-  std::string ranks, first;
-  for (std::size_t r = 0; r < errs.size(); ++r)
-    if (!errs[r].empty()) {
-      ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
-      if (first.empty()) first = errs[r];
-    }
-  if (!ranks.empty())
-    collcomm::detail::fail(errc::system, where, rank, "rank(s) " + ranks + " could not join the shared-memory world: " + first);
-}
-
-// What each rank says first when a process world is made from a bootstrap.
 struct hello_record {
   std::uint64_t token;  // rank 0's is the job's
   std::int64_t pid;
@@ -119,7 +76,7 @@ std::shared_ptr<world> make_process_world(B& boot, options opt = {}) {
   const char* where = "host::make_process_world";
   world::check_options(n, opt, where);
 
-  detail::hello_record hello{r == 0 ? detail::random_token() : 0, static_cast<std::int64_t>(::getpid()), opt.channels,
+  detail::hello_record hello{r == 0 ? collcomm::detail::random_token() : 0, static_cast<std::int64_t>(::getpid()), opt.channels,
                              opt.slots,   opt.slot_bytes,  opt.window_bytes};
   std::vector<std::byte> all(sizeof hello * static_cast<std::size_t>(n));
   boot.all_gather(std::span<const std::byte>(reinterpret_cast<const std::byte*>(&hello), sizeof hello), std::span<std::byte>(all));
@@ -140,27 +97,27 @@ std::shared_ptr<world> make_process_world(B& boot, options opt = {}) {
     differs("window_bytes", h.window_bytes, h0.window_bytes);
   }
   const std::uint64_t token = hellos[0].token;
-  const std::string name = detail::segment_name(token, "w");
+  const std::string name = collcomm::detail::segment_name(token, "w");
   const detail::segment_layout layout(n, opt);
 
   // From here every rank knows the name: each unlinks it on its way out of an error.
   try {
     std::string err;
-    detail::shm_segment seg;
+    collcomm::detail::shm_segment seg;
     if (r == 0) {
       try {
-        seg = detail::shm_segment::create(name, layout.total, layout.control_end, 0);
+        seg = collcomm::detail::shm_segment::create(name, layout.total, layout.control_end, 0);
         world::init_segment(seg.base(), n, opt, token);
       } catch (const error& e) {
         err = e.what();
       }
     }
-    std::vector<std::string> errs = detail::exchange_status(boot, err);  // the segment exists (or not)
-    if (!errs[0].empty()) detail::check_statuses(errs, where, r);
+    std::vector<std::string> errs = collcomm::detail::exchange_status(boot, err);  // the segment exists (or not)
+    if (!errs[0].empty()) collcomm::detail::check_statuses(errs, where, r, "the shared-memory world");
     std::shared_ptr<world> w;
     try {
       if (r != 0) {
-        seg = detail::shm_segment::open(name, layout.total, r);
+        seg = collcomm::detail::shm_segment::open(name, layout.total, r);
         if (std::string bad = world::check_segment(seg.base(), n, opt); !bad.empty())
           collcomm::detail::fail(errc::system, where, r, bad);
       }
@@ -168,12 +125,12 @@ std::shared_ptr<world> make_process_world(B& boot, options opt = {}) {
     } catch (const error& e) {
       err = e.what();
     }
-    errs = detail::exchange_status(boot, err);  // every rank mapped it (or said why not)
-    detail::shm_segment::unlink(name);
-    detail::check_statuses(errs, where, r);
+    errs = collcomm::detail::exchange_status(boot, err);  // every rank mapped it (or said why not)
+    collcomm::detail::shm_segment::unlink(name);
+    collcomm::detail::check_statuses(errs, where, r, "the shared-memory world");
     return w;
   } catch (...) {
-    detail::shm_segment::unlink(name);
+    collcomm::detail::shm_segment::unlink(name);
     throw;
   }
 }
@@ -230,18 +187,18 @@ inline std::shared_ptr<world> split_world(world& parent, int rank, int color, in
   const int new_n = static_cast<int>(members.size());
   const int new_rank = in_group ? static_cast<int>(std::find(members.begin(), members.end(), rank) - members.begin()) : -1;
   const int leader = in_group ? members[0] : -1;
-  const std::string name = segment_name(parent.token(), "s" + std::to_string(seq) + "r" + std::to_string(leader));
-  const std::uint64_t child_token = mix64(parent.token() ^ mix64(seq * 0x100000001b3ull + static_cast<std::uint64_t>(leader)));
+  const std::string name = collcomm::detail::segment_name(parent.token(), "s" + std::to_string(seq) + "r" + std::to_string(leader));
+  const std::uint64_t child_token = collcomm::detail::mix64(parent.token() ^ collcomm::detail::mix64(seq * 0x100000001b3ull + static_cast<std::uint64_t>(leader)));
   const options opt = parent.opts();
   const segment_layout layout(in_group ? new_n : 1, opt);
 
   std::shared_ptr<world> w;
   try {
     std::string err;
-    shm_segment seg;
+    collcomm::detail::shm_segment seg;
     if (in_group && rank == leader) {
       try {
-        seg = shm_segment::create(name, layout.total, layout.control_end, rank);
+        seg = collcomm::detail::shm_segment::create(name, layout.total, layout.control_end, rank);
         world::init_segment(seg.base(), new_n, opt, child_token);
         w = std::make_shared<world>(process_tag{}, std::move(seg), new_n, new_rank, opt);
       } catch (const error& e) {
@@ -255,7 +212,7 @@ inline std::shared_ptr<world> split_world(world& parent, int rank, int color, in
       if (l.status != 0) err = "rank " + std::to_string(leader) + " (the new rank 0) failed: " + l.status_text;
       try {
         if (err.empty()) {
-          seg = shm_segment::open(name, layout.total, rank);
+          seg = collcomm::detail::shm_segment::open(name, layout.total, rank);
           if (std::string bad = world::check_segment(seg.base(), new_n, opt); !bad.empty())
             collcomm::detail::fail(errc::system, what, rank, bad);
           w = std::make_shared<world>(process_tag{}, std::move(seg), new_n, new_rank, opt);
@@ -268,7 +225,7 @@ inline std::shared_ptr<world> split_world(world& parent, int rank, int color, in
     parent.barrier(ctl, rank, what);  // C
     if (!in_group) return nullptr;
     // Every member, not only the leader: one that dies right after C must not leave the name.
-    shm_segment::unlink(name);
+    collcomm::detail::shm_segment::unlink(name);
     std::string ranks, first;
     for (int q : members) {
       const rank_info& o = parent.info(q);
@@ -281,7 +238,7 @@ inline std::shared_ptr<world> split_world(world& parent, int rank, int color, in
                              "rank(s) " + ranks + " of the parent could not join the new communicator: " + first);
     return w;
   } catch (...) {
-    if (in_group) shm_segment::unlink(name);
+    if (in_group) collcomm::detail::shm_segment::unlink(name);
     throw;
   }
 }

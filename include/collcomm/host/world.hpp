@@ -13,7 +13,7 @@
 //              this process; host::run_ranks (run_ranks.hpp) runs a function on each.
 //   processes  made by host::make_process_world(bootstrap) or communicator::split / dup
 //              (process_world.hpp): everything the ranks share sits at fixed offsets of one
-//              shared-memory segment (segment.hpp), which each process maps at its own address —
+//              shared-memory segment (detail/shm_segment.hpp), which each process maps at its own address —
 //              so the shared tables hold offsets, never pointers — and this process drives one
 //              rank, local_rank(). Pages of tmpfs are touched on first use: connections cost only
 //              the pairs used here too. Each rank also has a window in the segment: the direct
@@ -37,7 +37,7 @@
 //
 // Abort. abort() (any rank, any time) marks the world aborted: calls waiting on any rank throw
 // errc::aborted within a wait slice (max_slice, wait.hpp), and every later call throws it too. In
-// a process world the waits also watch the peers' liveness locks (segment.hpp): a rank whose
+// a process world the waits also watch the peers' liveness locks (detail/shm_segment.hpp): a rank whose
 // process died — SIGKILL, a crash, an exit without leaving the world — aborts the world with a
 // message naming it (rank and pid), found within about liveness_interval of a wait starting on it.
 #pragma once
@@ -46,7 +46,7 @@
 #include <collcomm/error.hpp>
 #include <collcomm/host/connection.hpp>
 #include <collcomm/host/options.hpp>
-#include <collcomm/host/segment.hpp>
+#include <collcomm/detail/shm_segment.hpp>
 #include <collcomm/host/wait.hpp>
 #include <collcomm/kinds.hpp>
 #include <collcomm/types.hpp>
@@ -186,7 +186,7 @@ class world {
   // A world of processes over `seg`, already mapped and checked (check_segment), where this
   // process is rank `rank`: records its pid and takes its liveness lock. Made by
   // process_world.hpp; use host::make_process_world or communicator::split / dup.
-  world(detail::process_tag, detail::shm_segment seg, int nranks, int rank, options opt)
+  world(detail::process_tag, collcomm::detail::shm_segment seg, int nranks, int rank, options opt)
       : nranks_(nranks), opt_(opt), rank_(rank), seg_(std::move(seg)), layout_(nranks, opt) {
     std::byte* b = seg_.base();
     control_ = reinterpret_cast<detail::control_block*>(b + layout_.control);
@@ -547,7 +547,7 @@ class world {
   std::unique_ptr<exposed_buffers[]> own_exposed_;     // (channel, rank)
   std::unique_ptr<detail::doorbell[]> own_doorbells_;
   // Processes only.
-  detail::shm_segment seg_;
+  collcomm::detail::shm_segment seg_;
   detail::segment_layout layout_{1, options{}};
   detail::rank_info* info_ = nullptr;                  // (rank)
   detail::shared_exposed* shared_exposed_ = nullptr;   // (channel, rank)

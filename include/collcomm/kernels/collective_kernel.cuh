@@ -1,16 +1,21 @@
 // collcomm/kernels/collective_kernel.cuh — the one __global__ entry of the GPU executor.
 //
-// collective_kernel<K, Algo, T, Op, Tuning> runs schedule Algo::run(K{}, ...) for every rank of
-// one GPU that takes part in the call: block (x, y) is channel x of the launch's y-th rank. One
-// launch per GPU per call (transport/nvlink.hpp says why). Launch bounds come from the tuning
-// type, so equal tunings share one kernel. Kernels have hidden visibility and live in collcomm's
-// versioned inline namespace.
+// collective_kernel<K, Algo, T, Op, Tuning, Handle> runs schedule Algo::run(K{}, ...) for every
+// rank of one GPU that takes part in the call: block (x, y) is channel x of the launch's y-th
+// rank. One launch per GPU per call (gpu/launch.hpp says why). The transport enters as its device
+// handle's type (transport/device_handle.hpp): memory scope and whether peers' buffers can be
+// loaded are compile-time properties of it. Launch bounds come from the tuning type, so equal
+// tunings share one kernel. Kernels have hidden visibility and live in collcomm's versioned
+// inline namespace.
+//
+// This folder (kernels/) is the device side of the GPU executor: it includes algo/, the policy
+// core (types, ops, kinds, protocol) and transport/*_device.hpp, never gpu/ or host/.
 #pragma once
 
 #include <collcomm/kernels/block_primitives.cuh>
-#include <collcomm/kernels/ll_primitives.cuh>
 #include <collcomm/kinds.hpp>
 #include <collcomm/protocol.hpp>
+#include <collcomm/transport/device_handle.hpp>
 
 #include <type_traits>
 
@@ -20,7 +25,7 @@ namespace kernels {
 // The GPU executor's knobs that change the generated code, as a type holding values (nvcc's
 // kernel stubs do not take class-type template arguments): equal knobs are one type, so they
 // share one kernel. Threads per channel (block): 512 moves 8 KiB per pass with 16-byte vectors.
-// Protocol: how FIFO messages move (protocol.hpp); it picks the kernel's primitives class.
+// Protocol: how FIFO messages move (protocol.hpp); it picks the kernel's FIFO family.
 template <int Threads = 512, class Protocol = protocol::simple>
 struct tuning {
   static_assert(protocol_tag<Protocol>, "collcomm protocol axis: use collcomm::protocol::simple or collcomm::protocol::ll.");
@@ -33,16 +38,6 @@ struct tuning {
 template <class Algo, class Tuning>
 using kernel_protocol = protocol_of<Algo, typename Tuning::protocol>;
 
-// The primitives class of a protocol.
-template <class Protocol, class T, class Op>
-struct primitives_of {
-  using type = block_primitives<T, Op>;
-};
-template <class T, class Op>
-struct primitives_of<protocol::ll, T, Op> {
-  using type = ll_primitives<T, Op>;
-};
-
 // The smallest FIFO slot a protocol can use: simple moves 16-byte vectors; ll needs a header line
 // and one data line (gpu::launch refuses smaller slots).
 template <class Protocol>
@@ -50,8 +45,6 @@ inline constexpr std::size_t min_slot_bytes = std::is_same_v<Protocol, protocol:
 
 // Most ranks one launch carries (ranks of a world that share one GPU).
 inline constexpr int max_launch_ranks = 32;
-
-// One rank's part of a call: rank_params (block_primitives.cuh).
 
 // An algorithm whose channel c, for kind K, reads from its peers only their input range
 // channel_range(count, c, ...) (one_shot; direct all_gather) can have each channel stage its own
@@ -64,11 +57,12 @@ constexpr bool stages_channel_range() {
   else return false;
 }
 
-template <class T, class Op>
+template <class Handle, class T, class Op>
 struct kernel_params {
-  transport::nvlink_device_handle h;
-  int nlocal;  // ranks in this launch (gridDim.y)
-  void* stage;  // (nlocal == 1, processes only) the window, into a half of which each channel first copies its range of the input: stages_channel_range
+  Handle h;
+  int nlocal;   // ranks in this launch (gridDim.y)
+  void* stage;  // (nlocal == 1, processes only) the window, into a half of which each channel first copies its
+                // range of the input: stages_channel_range
   rank_params<T, Op> rank[max_launch_ranks];
 };
 
@@ -78,11 +72,16 @@ constexpr std::size_t kernel_smem_bytes(int nranks) {
   return (3 * sizeof(std::uint64_t) + sizeof(void*)) * static_cast<std::size_t>(nranks);
 }
 
-template <class K, class Algo, class T, class Op, class Tuning>
-COLLCOMM_KERNEL void __launch_bounds__(Tuning::threads) collective_kernel(const __grid_constant__ kernel_params<T, Op> p) {
+template <class K, class Algo, class T, class Op, class Tuning, class Handle>
+COLLCOMM_KERNEL void __launch_bounds__(Tuning::threads)
+    collective_kernel(const __grid_constant__ kernel_params<Handle, T, Op> p) {
   static_assert(!is_with_protocol<Algo> || std::is_same_v<typename Tuning::protocol, protocol::simple> ||
                     std::is_same_v<typename Tuning::protocol, protocol_of<Algo>>,
                 "collcomm protocol axis: with_protocol<A, P> and kernels::tuning<Threads, Q> name different protocols; name one");
+  constexpr bool direct = algorithm_of<Algo>::needs_direct;
+  static_assert(!direct || Handle::load_store,
+                "collcomm transport axis: this algorithm loads and stores peers' buffers, and this transport carries "
+                "FIFO messages only: use ring, tree, recursive_doubling or pairwise");
   extern __shared__ std::uint64_t smem_steps[];  // (send | recv | head seen, peer), then (rank) pointers
   __shared__ int aborted;
   const rank_params<T, Op>& mine = p.rank[blockIdx.y];
@@ -90,23 +89,23 @@ COLLCOMM_KERNEL void __launch_bounds__(Tuning::threads) collective_kernel(const 
   const int n = p.h.nranks;
   std::uint64_t* global_steps = p.h.rank_steps(mine.args.rank, channel);  // (peer, {send, recv})
   // Direct schedules move no FIFO message: their counts need not be loaded nor stored back.
-  constexpr bool fifo = !algorithm_of<Algo>::needs_direct;
-  if constexpr (fifo)
+  if constexpr (!direct)
     for (int i = threadIdx.x; i < n; i += blockDim.x) {
       smem_steps[i] = global_steps[2 * i];
       smem_steps[n + i] = global_steps[2 * i + 1];
       smem_steps[2 * n + i] = 0;  // no head value seen yet
     }
-  // A world that failed stays failed: later kernels return at once. Where the abort word is host
-  // memory (processes) the blocks do not load it here: a load crosses PCIe, and across processes
-  // each block added about 2 us per call (bench/RESULTS.md); the host refuses calls on a failed
-  // world before it launches, and a kernel already queued finds the word in its first long wait.
-  if (threadIdx.x == 0) aborted = p.h.abort_on_host ? 0 : world_aborted(p.h.abort);
+  // A world that failed stays failed: later kernels of this GPU return at once (entry_abort is
+  // this GPU's own memory; a world whose abort word is host memory is refused by the host too).
+  if (threadIdx.x == 0) aborted = world_aborted(p.h.entry_abort);
 
-  typename primitives_of<kernel_protocol<Algo, Tuning>, T, Op>::type prims(p.h, mine.in, mine.out, mine.op, mine.args.rank, channel, smem_steps, smem_steps + n,
-                                smem_steps + 2 * n, reinterpret_cast<const void**>(smem_steps + 3 * n), &aborted);
-  if (p.nlocal == n) prims.use_launch_buffers(p.rank);  // this launch carries every rank
-  prims.publish_buffers();
+  block_primitives<Handle, T, Op, kernel_protocol<Algo, Tuning>> prims(
+      p.h, mine.in, mine.out, mine.op, mine.args.rank, channel, smem_steps, smem_steps + n, smem_steps + 2 * n,
+      reinterpret_cast<const void**>(smem_steps + 3 * n), &aborted);
+  if constexpr (direct) {
+    if (p.nlocal == n) prims.use_launch_buffers(p.rank);  // this launch carries every rank
+    prims.publish_buffers();
+  }
   __syncthreads();
 
   coll_args a = mine.args;
@@ -128,7 +127,7 @@ COLLCOMM_KERNEL void __launch_bounds__(Tuning::threads) collective_kernel(const 
   }
   Algo::run(K{}, prims, a);
 
-  if constexpr (fifo) {
+  if constexpr (!direct) {
     __syncthreads();
     for (int i = threadIdx.x; i < n; i += blockDim.x) {
       global_steps[2 * i] = smem_steps[i];

@@ -2,7 +2,8 @@
 //
 // A transport tag says how ranks reach each other. `load_store` transports let a rank load and
 // store a peer's buffer (the direct primitives: one_shot, two_shot, direct); the others carry
-// FIFO messages only. Each tag's host owner and device handle live in its own header.
+// FIFO messages only, and a direct algorithm over them does not compile (compose.hpp). The GPU
+// transports' device handles are in transport/*_device.hpp; their host owner is gpu::world.
 #pragma once
 
 #include <collcomm/config.hpp>
@@ -16,8 +17,11 @@ namespace transport {
 struct host_shm { static constexpr const char* name = "host_shm"; static constexpr bool load_store = true; };
 // CUDA peer access or IPC between GPUs, and ranks that share one GPU.
 struct nvlink { static constexpr const char* name = "nvlink"; static constexpr bool load_store = true; };
-// GPUs without NVLink: P2P over PCIe where allowed, else staged through pinned host memory.
+// GPUs without NVLink whose peer access goes over PCIe (cudaDeviceCanAccessPeer): P2P.
 struct pcie { static constexpr const char* name = "pcie"; static constexpr bool load_store = true; };
+// GPUs without peer access: every connection staged through pinned host memory; FIFO messages only.
+// Which of pcie and pcie_staged fits is the user's choice at set-up (gpu::all_peers_reachable).
+struct pcie_staged { static constexpr const char* name = "pcie_staged"; static constexpr bool load_store = false; };
 
 struct ibverbs { static constexpr const char* name = "ibverbs"; };
 struct socket { static constexpr const char* name = "socket"; };

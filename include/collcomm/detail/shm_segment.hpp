@@ -1,7 +1,8 @@
-// collcomm/host/segment.hpp — a POSIX shared-memory segment that the ranks of a process world map,
+// collcomm/detail/shm_segment.hpp — a POSIX shared-memory segment that the ranks of a process world map,
 // and the per-rank locks that tell the living from the dead.
 //
-// Life of a segment (process_world.hpp does the steps, with a bootstrap or a parent world as the
+// Shared by both executors (host/process_world.hpp, gpu/process_world.hpp).
+// Life of a segment (each process world does the steps, with a bootstrap or a parent world as the
 // channel): one rank creates it (shm_open O_CREAT | O_EXCL, mode 0600, ftruncate), the others open
 // it by name, and as soon as every rank mapped it the name is unlinked. From then on nothing of it
 // is in /dev/shm: the memory lives while a process maps it or holds its descriptor, and goes with
@@ -41,7 +42,6 @@
 #include <utility>
 
 COLLCOMM_NAMESPACE_BEGIN
-namespace host {
 namespace detail {
 
 inline std::string errno_message(const std::string& what) { return what + ": " + std::strerror(errno); }
@@ -172,5 +172,4 @@ class shm_segment {
 };
 
 }  // namespace detail
-}  // namespace host
 COLLCOMM_NAMESPACE_END

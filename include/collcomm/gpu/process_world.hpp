@@ -1,4 +1,5 @@
-// collcomm/transport/nvlink_process.hpp — gpu::world::join: a world of processes over CUDA IPC.
+// collcomm/gpu/process_world.hpp — GPU worlds of processes: join_world (over CUDA IPC, or staged
+// through shared host memory) and split.
 //
 //   // every process (torchrun, mpirun, a spawn loop ...), one rank each:
 //   auto boot = collcomm::bootstrap::from_env();
@@ -16,20 +17,21 @@
 //
 // What lives where (n ranks, nc channels):
 //   each rank's GPU memory, one cudaMalloc, exported:  its receiving connections (nc x n FIFOs),
-//       a barrier line per channel (rank 0's are the world's), its staging window (2 x
-//       options::window_bytes: direct algorithms' input and output, see communicator::run_staged)
+//       a barrier line per channel (rank 0's are the world's), its staging window (4 x
+//       options::window_bytes: direct algorithms' input and output, see gpu/communicator.hpp)
 //   each process's own GPU memory: the FIFO table in its address space, its message counts
 //       (steps), the direct primitives' buffer table (pre-filled with every rank's window)
 //   a control page of POSIX shared memory, registered with cudaHostRegister(mapped) in every
 //       process: the abort word (kernels poll it; host abort() writes it), who aborted and why,
 //       the stall records (a kernel's timed-out wait writes its rank's; every rank reads all of
 //       them with plain loads after its stream synchronized), and a departure flag per rank.
-//       Made as host/segment.hpp's segments are: rank 0 creates it, every rank maps it, the name
+//       Made as detail/shm_segment.hpp's segments are: rank 0 creates it, every rank maps it, the name
 //       is unlinked at once, so nothing stays in /dev/shm, even after SIGKILL. Each rank holds
 //       its liveness lock on it: a stall names the ranks whose process is gone.
-// Counters use device scope when every rank is on one GPU, system scope otherwise.
+// Counters use device scope when every rank is on one GPU, system scope otherwise. Each process's
+// kernels read an abort word of their own GPU's memory at entry (the shared word is host memory).
 //
-// Staged worlds (options::connections = placement::host: transport::pcie across processes, for
+// Staged worlds (options::connections = placement::host: transport::pcie_staged, for
 // GPUs without peer access). No rank exports or opens GPU memory: rank 0 also creates a second
 // segment, "<token>-gc", holding every connection of the world, receiver by receiver, each
 // (channel, src) a FIFO of data slots | sizes | tail | head, fully allocated and zero; every rank
@@ -37,9 +39,9 @@
 // cudaHostGetDevicePointer. It is unlinked with the control page, at the same points, and
 // unregistered and unmapped on destroy; the memory goes with the last mapping. Kernels reach it
 // at system scope with plain loads and stores of the counters (no atomic read-modify-write over
-// PCIe). No window is made (window_bytes is ignored: direct algorithms are refused), and the
-// barrier lines are this rank's own device memory, which the FIFO schedules never touch.
-// State: compiled, NOT YET RUN ON A GPU (tests/gpu/mp/test_gpu_mp.cu, the "pcie" cases).
+// PCIe). No window is made (window_bytes is ignored: direct algorithms do not compile over
+// pcie_staged), and the barrier lines are this rank's own device memory, which FIFO schedules
+// never touch.
 //
 // Set-up is three bootstrap exchanges: hello (pid, host, GPU uuid and SM count, options), the
 // IPC handles (with each rank's status), and a last status after every rank mapped everything.
@@ -48,76 +50,43 @@
 // whose process is gone counts as departed) until every rank did, then free this rank's memory.
 // So a rank never frees memory that a peer still maps.
 //
-// split(color, key) and dup() (communicator<transport::nvlink>) need no bootstrap: the control
+// split(color, key) and dup() (gpu/communicator.hpp) need no bootstrap: the control
 // page also holds a mailbox (two 512-byte posts per rank, written in rounds that every rank of the
 // world takes part in, bounded by the timeout, a dead rank named). One round exchanges colors and
 // keys; then each group runs world::join over a view of the mailbox that keeps its members' posts
 // (mailbox_bootstrap), while ranks of no group post nothing for join's rounds (join_rounds).
-// State: implemented; its one GPU run found a launch bug (gpu::launch's shared-memory attribute),
-// fixed since, not re-run.
 //
 // Several processes on ONE GPU: automatic channels are the SMs shared out among them, so their
 // kernels can be resident together — which needs MPS: without it the processes' contexts
 // time-slice and each wait may take a slice (~2 ms); correct, thousands of times slower.
 #pragma once
 
-#include <collcomm/host/process_world.hpp>
-#include <collcomm/host/segment.hpp>
-#include <collcomm/transport/nvlink.hpp>
+#include <collcomm/bootstrap/bootstrap.hpp>
+#include <collcomm/detail/cuda.hpp>
+#include <collcomm/detail/join.hpp>
+#include <collcomm/detail/shm_segment.hpp>
+#include <collcomm/gpu/options.hpp>
+#include <collcomm/gpu/process_resources.hpp>
+#include <collcomm/gpu/world.hpp>
+#include <collcomm/kernels/collective_kernel.cuh>
+#include <collcomm/transport/connections.hpp>
 
 #include <cuda_runtime.h>
 
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <exception>
 #include <cstdint>
 #include <cstring>
-#include <fstream>
+#include <exception>
 #include <memory>
 #include <span>
 #include <string>
-#include <thread>
 #include <vector>
 
 COLLCOMM_NAMESPACE_BEGIN
 namespace gpu {
 namespace ipc_detail {
-
-inline std::size_t align_up(std::size_t x, std::size_t a) { return (x + a - 1) / a * a; }
-
-// The control page: (byte offset) what.
-struct page_layout {
-  static constexpr std::size_t abort_word = 0;     // uint32: 0, 1 (a wait timed out), 2 (abort())
-  static constexpr std::size_t abort_claim = 4;    // uint32: the first abort() takes it
-  static constexpr std::size_t abort_text = 8;     // up to 500 bytes, NUL-terminated
-  static constexpr std::size_t text_bytes = 500;
-  static constexpr std::size_t departed = 512;     // (rank) uint32
-  static constexpr std::size_t post_bytes = 512;  // a mailbox post's payload (split's exchanges)
-  static constexpr std::size_t post_stride = 16 + post_bytes;  // (round: u64, size: u64, payload)
-  std::size_t stall, mailbox, bytes;
-  explicit page_layout(int n) {
-    stall = align_up(departed + 4 * static_cast<std::size_t>(n), 64);
-    mailbox = align_up(stall + sizeof(transport::stall_record) * static_cast<std::size_t>(n), 64);  // (rank, round parity) posts
-    bytes = align_up(mailbox + 2 * post_stride * static_cast<std::size_t>(n), 4096);
-  }
-};
-
-// This machine: its host name and boot id, hashed (pids are only comparable on one host).
-inline std::uint64_t host_id() {
-  std::string s(256, '\0');
-  if (::gethostname(s.data(), s.size()) != 0) s = "?";
-  s.resize(std::strlen(s.c_str()));
-  std::ifstream boot_id("/proc/sys/kernel/random/boot_id");
-  std::string b;
-  std::getline(boot_id, b);
-  s += "/" + b;
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
 
 struct hello_record {
   std::uint64_t token;  // rank 0's names the control page
@@ -136,141 +105,9 @@ struct memory_record {
   char status[384];     // "" or why this rank failed
 };
 
-template <class Rec, class B>
-std::vector<Rec> all_gather_records(B& boot, const Rec& mine) {
-  std::vector<Rec> all(static_cast<std::size_t>(boot.size()));
-  boot.all_gather(std::span<const std::byte>(reinterpret_cast<const std::byte*>(&mine), sizeof mine),
-                  std::span<std::byte>(reinterpret_cast<std::byte*>(all.data()), sizeof(Rec) * all.size()));
-  return all;
-}
-
-// Throws errc::system on this rank when any rank's status is an error, naming those ranks.
-inline void check_joined(const std::vector<std::string>& errs, const char* where, int rank) {
-  std::string ranks, first;
-  for (std::size_t r = 0; r < errs.size(); ++r)
-    if (!errs[r].empty()) {
-      ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
-      if (first.empty()) first = errs[r];
-    }
-  if (!ranks.empty()) collcomm::detail::fail(errc::system, where, rank, "rank(s) " + ranks + " could not join the GPU world: " + first);
-}
-
-// What a world of processes owns beyond gpu::world's own tables (see the file comment).
-class process_resources {
- public:
-  process_resources(int rank, int nranks, int device, std::chrono::milliseconds timeout)
-      : rank_(rank), n_(nranks), device_(device), timeout_(timeout), layout_(nranks) {}
-  ~process_resources() { release(); }
-  process_resources(const process_resources&) = delete;
-  process_resources& operator=(const process_resources&) = delete;
-
-  const page_layout& layout() const noexcept { return layout_; }
-  std::byte* page() const noexcept { return page_.base(); }
-  std::uint32_t* word(std::size_t offset) const noexcept { return reinterpret_cast<std::uint32_t*>(page_.base() + offset); }
-
-  host::detail::shm_segment page_;
-  bool registered_ = false;
-  // Staged worlds (options::connections = placement::host): every connection of the world in one
-  // segment of POSIX shared memory, mapped and registered here (cudaHostRegister mapped |
-  // portable); no device memory of a peer is opened.
-  host::detail::shm_segment conns_;
-  bool conns_registered_ = false;
-  bool joined_ = false;       // every rank mapped everything: destruction waits for the others
-  void* mine_ = nullptr;      // this rank's exported allocation
-  std::vector<void*> opened_;  // (rank) a peer's allocation opened here, or null
-
-  std::vector<int> dead_ranks() const {
-    std::vector<int> dead;
-    if (!page_) return dead;
-    for (int q = 0; q < n_; ++q)
-      if (q != rank_ && !page_.rank_lock_held(q)) dead.push_back(q);
-    return dead;
-  }
-
-  // One round of the mailbox, collective over EVERY rank of the world: this rank posts `mine`
-  // (at most post_bytes) and gets each rank's post (its size may differ; empty for none).
-  // Rounds alternate between two posts per rank: a rank writes round k + 2 only after every rank
-  // wrote round k + 1, which each did after reading round k. Bounded by the timeout; a rank whose
-  // process is gone is an error naming it.
-  std::vector<std::vector<std::byte>> post_round(std::span<const std::byte> mine, const char* what) {
-    if (mine.size() > page_layout::post_bytes)
-      collcomm::detail::fail(errc::internal, what, rank_, "a mailbox post of " + std::to_string(mine.size()) + " bytes is too large");
-    const std::uint64_t round = ++rounds_;
-    auto post = [&](int q) { return page_.base() + layout_.mailbox + page_layout::post_stride * (2 * static_cast<std::size_t>(q) + round % 2); };
-    std::byte* p = post(rank_);
-    const std::uint64_t size = mine.size();
-    std::memcpy(p + 8, &size, 8);
-    if (!mine.empty()) std::memcpy(p + 16, mine.data(), mine.size());
-    std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(p)).store(round, std::memory_order_release);
-    std::vector<std::vector<std::byte>> all(static_cast<std::size_t>(n_));
-    const auto deadline = std::chrono::steady_clock::now() + timeout_;
-    for (int q = 0; q < n_; ++q) {
-      std::byte* o = post(q);
-      while (std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(o)).load(std::memory_order_acquire) != round) {
-        if (!page_.rank_lock_held(q))
-          collcomm::detail::fail(errc::timeout, what, rank_, "the process of rank " + std::to_string(q) + " is gone (killed or exited)");
-        if (std::chrono::steady_clock::now() > deadline)
-          collcomm::detail::fail(errc::timeout, what, rank_, "timed out after " + std::to_string(timeout_.count()) + " ms waiting for rank " + std::to_string(q) +
-                                                                 " (every rank of the communicator must call split and dup, in the same order)");
-        std::this_thread::sleep_for(std::chrono::microseconds(50));
-      }
-      std::uint64_t size = 0;
-      std::memcpy(&size, o + 8, 8);
-      all[static_cast<std::size_t>(q)].assign(o + 16, o + 16 + std::min<std::uint64_t>(size, page_layout::post_bytes));
-    }
-    return all;
-  }
-
-  void abort(int rank, const std::string& why) noexcept {
-    if (!page_) return;
-    std::uint32_t expected = 0;
-    if (!std::atomic_ref<std::uint32_t>(*word(page_layout::abort_claim)).compare_exchange_strong(expected, 1)) return;
-    const std::string text = "rank " + std::to_string(rank) + " called abort()" + (why.empty() ? "" : ": " + why);
-    const std::size_t k = std::min(text.size(), page_layout::text_bytes - 1);
-    char* t = reinterpret_cast<char*>(page_.base() + page_layout::abort_text);
-    std::memcpy(t, text.data(), k);
-    t[k] = '\0';
-    std::atomic_ref<std::uint32_t>(*word(page_layout::abort_word)).store(2, std::memory_order_release);
-  }
-
- private:
-  void release() noexcept {
-    int saved = -1;
-    cudaGetDevice(&saved);
-    cudaSetDevice(device_);
-    for (void* p : opened_)
-      if (p) cudaIpcCloseMemHandle(p);
-    opened_.clear();
-    if (page_ && joined_) {
-      std::atomic_ref<std::uint32_t>(*word(page_layout::departed + 4 * static_cast<std::size_t>(rank_))).store(1, std::memory_order_release);
-      const auto deadline = std::chrono::steady_clock::now() + timeout_;
-      for (int q = 0; q < n_; ++q) {
-        auto& flag = *word(page_layout::departed + 4 * static_cast<std::size_t>(q));
-        while (std::atomic_ref<std::uint32_t>(flag).load(std::memory_order_acquire) == 0 && page_.rank_lock_held(q) &&
-               std::chrono::steady_clock::now() < deadline)
-          std::this_thread::sleep_for(std::chrono::microseconds(200));
-      }
-    }
-    if (conns_registered_) cudaHostUnregister(conns_.base());
-    conns_registered_ = false;
-    conns_ = host::detail::shm_segment{};  // unmaps and closes; the memory goes with the last rank's mapping
-    if (registered_) cudaHostUnregister(page_.base());
-    registered_ = false;
-    page_ = host::detail::shm_segment{};  // unmaps, closes, drops the liveness lock
-    if (mine_) cudaFree(mine_);
-    mine_ = nullptr;
-    if (saved >= 0) cudaSetDevice(saved);
-  }
-
-  int rank_, n_, device_;
-  std::chrono::milliseconds timeout_;
-  page_layout layout_;
-  std::uint64_t rounds_ = 0;  // mailbox rounds so far: equal on every rank
-};
-
 // The bootstrap a split's group joins with: a view of the parent's mailbox. Every round is one
 // of the parent's (every parent rank takes part: non-members post nothing); all_gather keeps the
-// members' posts, in new-rank order. world::join's exchanges only; send and recv are refused.
+// members' posts, in new-rank order. join_world's exchanges only; send and recv are refused.
 class mailbox_bootstrap {
  public:
   mailbox_bootstrap(process_resources& parent, std::vector<int> members, int rank) : parent_(&parent), members_(std::move(members)), rank_(rank) {}
@@ -299,17 +136,22 @@ class mailbox_bootstrap {
   int rounds_ = 0;
 };
 
-// The mailbox rounds world::join makes (hello, memory records, statuses): the ranks of a split
+// The mailbox rounds join_world makes (hello, memory records, statuses): the ranks of a split
 // that join nothing, or whose join failed early, make up the rest so every rank makes as many.
 inline constexpr int join_rounds = 3;
 
 }  // namespace ipc_detail
 
+// A world of boot.size() processes, of which this process drives rank boot.rank() on its
+// `device`. Collective over the bootstrap's ranks; every rank passes the same options (timeout
+// aside), else errc::invalid_argument on every rank. The environment is applied to the options
+// (gpu/options.hpp).
 template <bootstrap::bootstrap_like B>
-std::shared_ptr<world> world::join(B& boot, int device, options opts) {
-  namespace hd = host::detail;
+std::shared_ptr<world> join_world(B& boot, int device, options opts) {
+  namespace cd = collcomm::detail;
+  opts = with_environment(opts);
   const int n = boot.size(), me = boot.rank();
-  const char* where = "gpu::world::join";
+  const char* where = "gpu::join_world";
   check_options(n, opts, where, me);
   int ndev = 0;
   detail::cuda_check(cudaGetDeviceCount(&ndev), "cudaGetDeviceCount", me);
@@ -321,9 +163,9 @@ std::shared_ptr<world> world::join(B& boot, int device, options opts) {
 
   // 1. hello: who is where, and the options.
   ipc_detail::hello_record hello{};
-  hello.token = me == 0 ? hd::random_token() : 0;
+  hello.token = me == 0 ? cd::random_token() : 0;
   hello.pid = static_cast<std::int64_t>(::getpid());
-  hello.host = ipc_detail::host_id();
+  hello.host = cd::host_id();
   std::memcpy(hello.uuid, &prop.uuid, sizeof hello.uuid);
   hello.sms = prop.multiProcessorCount;
   hello.channels = opts.channels;
@@ -331,7 +173,7 @@ std::shared_ptr<world> world::join(B& boot, int device, options opts) {
   hello.slot_bytes = opts.slot_bytes;
   hello.window_bytes = opts.window_bytes;
   hello.connections = static_cast<std::int32_t>(opts.connections);
-  const auto hellos = ipc_detail::all_gather_records(boot, hello);
+  const auto hellos = cd::all_gather_records(boot, hello);
   for (int q = 1; q < n; ++q) {
     const auto &h = hellos[static_cast<std::size_t>(q)], &h0 = hellos[0];
     auto differs = [&](const char* name, auto mine, auto root) {
@@ -369,7 +211,7 @@ std::shared_ptr<world> world::join(B& boot, int device, options opts) {
   }
   const int nc = opts.channels;
 
-  std::shared_ptr<world> w(new world(process_tag{}, n, opts));
+  std::shared_ptr<world> w(new world(world::process_tag{}, n, opts));
   w->devices_.assign(static_cast<std::size_t>(n), -1);
   for (int q = 0; q < n; ++q)
     if (same_gpu(q, me)) w->devices_[static_cast<std::size_t>(q)] = device;
@@ -378,8 +220,8 @@ std::shared_ptr<world> world::join(B& boot, int device, options opts) {
 
   // This rank's allocation: connections | barrier lines | window (input, output). Staged: none;
   // the connections of every receiver, in receiver order, make one shared segment instead.
-  const std::size_t per_conn = opts.slot_bytes * opts.slots + sizeof(std::uint64_t) * (opts.slots + 2);
-  const std::size_t conn_bytes = per_conn * static_cast<std::size_t>(nc) * n;  // one receiver's
+  const transport::connection_layout layout{n, nc, opts.slots, opts.slot_bytes};
+  const std::size_t conn_bytes = layout.per_receiver();
   const std::size_t barrier_at = ipc_detail::align_up(conn_bytes, 256);
   const std::size_t window_at = ipc_detail::align_up(barrier_at + 128 * static_cast<std::size_t>(nc), 256);
   // The window: input, output (direct schedules staged by copies), then two halves where kernels
@@ -388,12 +230,12 @@ std::shared_ptr<world> world::join(B& boot, int device, options opts) {
   const std::size_t staged_bytes = staged ? ipc_detail::align_up(conn_bytes * n, 4096) : 0;
 
   // Both names are known to every rank before either exists, and every rank unlinks both on
-  // every way out of join (host/segment.hpp): nothing stays in /dev/shm, even after a SIGKILL.
-  const std::string name = hd::segment_name(hellos[0].token, "g");
-  const std::string conns_name = hd::segment_name(hellos[0].token, "gc");
+  // every way out of join (detail/shm_segment.hpp): nothing stays in /dev/shm, even after a SIGKILL.
+  const std::string name = cd::segment_name(hellos[0].token, "g");
+  const std::string conns_name = cd::segment_name(hellos[0].token, "gc");
   auto unlink_names = [&] {
-    hd::shm_segment::unlink(name);
-    if (staged) hd::shm_segment::unlink(conns_name);
+    cd::shm_segment::unlink(name);
+    if (staged) cd::shm_segment::unlink(conns_name);
   };
   try {
     // 2. Every rank exports its memory; rank 0 also makes the control page.
@@ -408,22 +250,22 @@ std::shared_ptr<world> world::join(B& boot, int device, options opts) {
         rec.base = reinterpret_cast<std::uintptr_t>(res->mine_);
       }
       rec.bytes = total;
-      if (me == 0) res->page_ = hd::shm_segment::create(name, page.bytes, page.bytes, me);
+      if (me == 0) res->page_ = cd::shm_segment::create(name, page.bytes, page.bytes, me);
       // Staged: every page allocated now (a page that tmpfs cannot supply later would be a SIGBUS;
       // registration pins them all anyway), zero: every counter starts at 0.
-      if (me == 0 && staged) res->conns_ = hd::shm_segment::create(conns_name, staged_bytes, staged_bytes, me);
+      if (me == 0 && staged) res->conns_ = cd::shm_segment::create(conns_name, staged_bytes, staged_bytes, me);
     } catch (const error& e) {
       err = e.what();
     }
     std::memcpy(rec.status, err.data(), std::min(err.size(), sizeof rec.status - 1));
-    const auto recs = ipc_detail::all_gather_records(boot, rec);
+    const auto recs = cd::all_gather_records(boot, rec);
     std::vector<std::string> errs(static_cast<std::size_t>(n));
     for (int q = 0; q < n; ++q) errs[static_cast<std::size_t>(q)] = std::string(recs[static_cast<std::size_t>(q)].status, strnlen(recs[static_cast<std::size_t>(q)].status, sizeof rec.status));
-    ipc_detail::check_joined(errs, where, me);
+    cd::check_statuses(errs, where, me, "the GPU world");
 
     // 3. Every rank maps the page and its peers' memory, and builds its tables.
     try {
-      if (me != 0) res->page_ = hd::shm_segment::open(name, page.bytes, me);
+      if (me != 0) res->page_ = cd::shm_segment::open(name, page.bytes, me);
       res->page_.lock_rank(me);
       detail::cuda_check(cudaHostRegister(res->page(), page.bytes, cudaHostRegisterMapped | cudaHostRegisterPortable), "cudaHostRegister (control page)", me);
       res->registered_ = true;
@@ -431,7 +273,7 @@ std::shared_ptr<world> world::join(B& boot, int device, options opts) {
       detail::cuda_check(cudaHostGetDevicePointer(&dpage, res->page(), 0), "cudaHostGetDevicePointer (control page)", me);
       char* dconns = nullptr;  // staged: the connections segment as this process's GPU addresses it
       if (staged) {
-        if (me != 0) res->conns_ = hd::shm_segment::open(conns_name, staged_bytes, me);
+        if (me != 0) res->conns_ = cd::shm_segment::open(conns_name, staged_bytes, me);
         detail::cuda_check(cudaHostRegister(res->conns_.base(), staged_bytes, cudaHostRegisterMapped | cudaHostRegisterPortable),
                            "cudaHostRegister (connections in host memory)", me);
         res->conns_registered_ = true;
@@ -460,19 +302,10 @@ std::shared_ptr<world> world::join(B& boot, int device, options opts) {
         }
       }
 
-      std::vector<transport::fifo_view> table(static_cast<std::size_t>(nc) * n * n);
+      std::vector<char*> receiver(static_cast<std::size_t>(n));
       for (int dst = 0; dst < n; ++dst)
-        for (int c = 0; c < nc; ++c)
-          for (int src = 0; src < n; ++src) {
-            char* recv_base = staged ? dconns + conn_bytes * static_cast<std::size_t>(dst) : base[static_cast<std::size_t>(dst)];
-            char* b = recv_base + per_conn * (static_cast<std::size_t>(c) * n + src);
-            auto* sizes = reinterpret_cast<std::uint64_t*>(b + opts.slot_bytes * opts.slots);
-            table[(static_cast<std::size_t>(c) * n + src) * n + dst] = {b, sizes, sizes + opts.slots, sizes + opts.slots + 1};
-          }
-      auto* t = static_cast<transport::fifo_view*>(w->alloc(device, sizeof(transport::fifo_view) * table.size()));
-      detail::cuda_check(cudaMemcpy(t, table.data(), sizeof(transport::fifo_view) * table.size(), cudaMemcpyHostToDevice), "gpu::world::join: cudaMemcpy", me);
-      w->fifo_tables_.push_back({device, t});
-
+        receiver[static_cast<std::size_t>(dst)] = staged ? dconns + conn_bytes * static_cast<std::size_t>(dst) : base[static_cast<std::size_t>(dst)];
+      w->install_fifo_table(layout.table(receiver), {device});
       // Direct primitives read peers' buffers from this table: every rank's window, on every channel
       // (staged: left null; FIFO schedules only write their own entry, which no one reads).
       std::vector<transport::buffer_pair> buffers(static_cast<std::size_t>(nc) * n);
@@ -485,7 +318,7 @@ std::shared_ptr<world> world::join(B& boot, int device, options opts) {
       detail::cuda_check(cudaMemcpy(w->base_.buffers, buffers.data(), sizeof(transport::buffer_pair) * buffers.size(), cudaMemcpyHostToDevice),
                          "gpu::world::join: cudaMemcpy", me);
 
-      transport::nvlink_device_handle& h = w->base_;
+      transport::handle_fields& h = w->base_;
       h.nranks = n;
       h.nchannels = nc;
       h.slots = static_cast<std::uint32_t>(opts.slots);
@@ -496,7 +329,7 @@ std::shared_ptr<world> world::join(B& boot, int device, options opts) {
       // on one GPU. Ranks on several GPUs need system scope. (The abort word and the stall records
       // are host memory and always use system scope.)
       // Staged connections are host memory, written and read over PCIe: system scope always.
-      h.system_scope = staged || on_gpu != n;
+      w->scope_is_device_ = !staged && on_gpu == n;
       h.steps = static_cast<std::uint64_t*>(w->alloc(device, sizeof(std::uint64_t) * n * nc * n * 2));
       h.staged_calls = staged ? nullptr : static_cast<std::uint64_t*>(w->alloc(device, sizeof(std::uint64_t) * nc));
       h.window_bytes = staged ? 0 : opts.window_bytes;
@@ -508,63 +341,49 @@ std::shared_ptr<world> world::join(B& boot, int device, options opts) {
                          : reinterpret_cast<std::uint64_t*>(base[0] + barrier_at);
       h.barrier_stride = 128 / sizeof(std::uint64_t);
       h.abort = reinterpret_cast<std::uint32_t*>(static_cast<char*>(dpage) + ipc_detail::page_layout::abort_word);
-      h.abort_on_host = true;
+      h.entry_abort = static_cast<std::uint32_t*>(w->alloc(device, sizeof(std::uint32_t)));
       h.stall = reinterpret_cast<transport::stall_record*>(static_cast<char*>(dpage) + page.stall);
     } catch (const error& e) {
       err = e.what();
     }
-    errs = hd::exchange_status(boot, err);  // every rank mapped everything (or said why not)
+    errs = cd::exchange_status(boot, err);  // every rank mapped everything (or said why not)
     unlink_names();
-    ipc_detail::check_joined(errs, where, me);
+    cd::check_statuses(errs, where, me, "the GPU world");
   } catch (...) {
     unlink_names();
     throw;
   }
   res->joined_ = true;
 
-  auto g = std::make_unique<launch_group>();
+  auto g = std::make_unique<world::launch_group>();
   g->device = device;
   g->ranks = {me};
   g->present.assign(1, 0);
   w->groups_.push_back(std::move(g));
   w->stall_view_ = res->page() + page.stall;
 
-  ipc_detail::process_resources* r = res.get();  // owned by proc_.resources, which outlives these
-  process_view& v = w->proc_;
+  world::process_view& v = w->proc_;
   v.rank = me;
   v.ranks_on_gpu = on_gpu;
-  v.abort_word = r->word(ipc_detail::page_layout::abort_word);
-  v.abort_text = reinterpret_cast<const char*>(r->page() + ipc_detail::page_layout::abort_text);
-  v.window = staged ? nullptr : reinterpret_cast<std::byte*>(static_cast<char*>(r->mine_) + window_at);
+  v.window = staged ? nullptr : reinterpret_cast<std::byte*>(static_cast<char*>(res->mine_) + window_at);
   v.window_bytes = staged ? 0 : opts.window_bytes;
-  v.dead_ranks = [r] { return r->dead_ranks(); };
-  v.abort = [r](int rank, const std::string& why) { r->abort(rank, why); };
-  v.mailbox = [r](std::span<const std::byte> mine) { return r->post_round(mine, "split"); };
-  v.split_group = [r](std::vector<int> members, int new_rank, int device, options o) -> std::shared_ptr<world> {
-    ipc_detail::mailbox_bootstrap sub(*r, std::move(members), new_rank);
-    std::shared_ptr<world> child;
-    std::exception_ptr failed;
-    try {
-      if (new_rank >= 0) child = join(sub, device, o);
-    } catch (...) {
-      failed = std::current_exception();
-    }
-    while (sub.rounds() < ipc_detail::join_rounds) sub.barrier();  // keep every rank's round count equal
-    if (failed) std::rethrow_exception(failed);
-    return child;
-  };
   v.resources = std::move(res);
   return w;
 }
 
-inline std::shared_ptr<world> world::split(int rank, int color, int key) {
+// The world of the ranks of `parent` that pass this color (>= 0), ordered by (key, rank); null
+// for a negative color. Collective over every rank of a world of processes, in the same order as
+// their other split calls: one round of the control page's mailbox exchanges colors and keys, and
+// each group joins over a view of the mailbox (mailbox_bootstrap).
+inline std::shared_ptr<world> split_world(world& parent, int rank, int color, int key) {
   const char* what = "split";
-  if (!is_process() || rank != proc_.rank)
+  if (!parent.is_process() || rank != parent.process().rank)
     detail::fail(errc::invalid_usage, what, rank, "split and dup need a GPU world of processes (communicator(bootstrap, device)); a world of threads has no control page to share");
-  check_usable(what, rank);
+  parent.check_usable(what, rank);
   if (color < 0) color = no_color;
   const std::int32_t mine[2] = {color, key};
-  const auto posts = proc_.mailbox(std::as_bytes(std::span<const std::int32_t>(mine)));
+  ipc_detail::process_resources& r = *parent.process().resources;
+  const auto posts = r.post_round(std::as_bytes(std::span<const std::int32_t>(mine)), what);
   std::vector<int> members;
   std::vector<std::int32_t> keys(posts.size());
   for (std::size_t q = 0; q < posts.size(); ++q) {
@@ -575,7 +394,17 @@ inline std::shared_ptr<world> world::split(int rank, int color, int key) {
   }
   std::stable_sort(members.begin(), members.end(), [&](int a, int b) { return keys[static_cast<std::size_t>(a)] < keys[static_cast<std::size_t>(b)]; });
   const int new_rank = color >= 0 ? static_cast<int>(std::find(members.begin(), members.end(), rank) - members.begin()) : -1;
-  return proc_.split_group(std::move(members), new_rank, device_of(rank), opts_);
+  ipc_detail::mailbox_bootstrap sub(r, std::move(members), new_rank);
+  std::shared_ptr<world> child;
+  std::exception_ptr failed;
+  try {
+    if (new_rank >= 0) child = join_world(sub, parent.device_of(rank), parent.opts());
+  } catch (...) {
+    failed = std::current_exception();
+  }
+  while (sub.rounds() < ipc_detail::join_rounds) sub.barrier();  // keep every rank's round count equal
+  if (failed) std::rethrow_exception(failed);
+  return child;
 }
 
 }  // namespace gpu

@@ -1,0 +1,212 @@
+// collcomm/gpu/launch.hpp — enqueueing a rank's part of a collective: the grouped launch of the
+// ranks that share a GPU, and preloading kernels.
+//
+// Ranks that share a GPU spin-wait for each other inside their kernels, so all of them must run
+// at once. CUDA does not promise that for kernels launched separately on several streams (a
+// rank's queued next kernel can hold a hardware queue or a driver lock that its peer's current
+// kernel needs: seen as stalls with calls queued back to back). So, by default, the ranks of one
+// GPU make ONE launch per call (launch_mode::grouped): each rank's launch() records an event on
+// its stream and leaves its arguments; the last of them to arrive makes its stream wait for the
+// others' events, launches one cooperative grid of (channels x local ranks) blocks — all resident
+// at once or an error — and records an event that the others' streams wait for. The ranks of a GPU
+// therefore meet on the host once per call (bounded by the timeout, naming who did not come).
+// To capture such calls into a CUDA graph, put every rank's stream of a GPU into one capture (fork
+// them from one capturing stream: gpu::capture_group in gpu/communicator.hpp). launch_mode::per_rank
+// launches each rank alone, for a world with one rank per GPU.
+#pragma once
+
+#include <collcomm/detail/cuda.hpp>
+#include <collcomm/detail/join.hpp>
+#include <collcomm/error.hpp>
+#include <collcomm/gpu/world.hpp>
+#include <collcomm/kernels/collective_kernel.cuh>
+#include <collcomm/kinds.hpp>
+#include <collcomm/types.hpp>
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <cstddef>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <type_traits>
+
+COLLCOMM_NAMESPACE_BEGIN
+namespace gpu {
+
+namespace launch_detail {
+// Enqueues one grid of (channels x p.nlocal) blocks of the composition's kernel on `stream`.
+template <class K, class Algo, class Tuning, class Handle, class T, class Op>
+cudaError_t enqueue_kernel(const world& w, const kernels::kernel_params<Handle, T, Op>& p, bool cooperative,
+                           cudaStream_t stream) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(static_cast<unsigned>(w.opts().channels), static_cast<unsigned>(p.nlocal), 1);
+  cfg.blockDim = dim3(Tuning::threads, 1, 1);
+  cfg.dynamicSmemBytes = kernels::kernel_smem_bytes(w.nranks());
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeCooperative;
+  attr[0].val.cooperative = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = cooperative ? 1 : 0;
+  return cudaLaunchKernelEx(&cfg, &kernels::collective_kernel<K, Algo, T, Op, Tuning, Handle>, p);
+}
+
+// Co-residency: every channel of every rank sharing this GPU must be resident at once. Cached per
+// thread, kernel and shared-memory size. The attribute is the kernel's maximum for the whole
+// process: set to one world's exact size, a launch for a larger world (a split's parent after a
+// smaller child, another thread's world) fails with "invalid argument" (seen on the H200). So it
+// is never set below the 48 KiB every kernel may use without opting in.
+template <class K>
+void check_resident(const void* kernel, int threads, std::size_t smem, int device, int sharing, int channels, int rank) {
+  static thread_local int checked_device = -1, blocks_per_sm = 0, sms = 0;
+  static thread_local const void* checked_kernel = nullptr;
+  static thread_local std::size_t checked_smem = 0;
+  if (checked_device != device || checked_kernel != kernel || checked_smem != smem) {
+    detail::cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            static_cast<int>(std::max<std::size_t>(smem, 48 << 10))),
+                       "cudaFuncSetAttribute", rank);
+    detail::cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, threads, smem),
+                       "cudaOccupancyMaxActiveBlocksPerMultiprocessor", rank);
+    detail::cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute", rank);
+    checked_device = device;
+    checked_kernel = kernel;
+    checked_smem = smem;
+  }
+  const long need = static_cast<long>(sharing) * channels;
+  if (need > static_cast<long>(blocks_per_sm) * sms)
+    detail::fail(errc::invalid_usage, K::name, rank,
+                 std::to_string(sharing) + " ranks x " + std::to_string(channels) + " channels need " + std::to_string(need) +
+                     " co-resident blocks on GPU " + std::to_string(device) + ", which holds " +
+                     std::to_string(blocks_per_sm * sms) +
+                     " of this kernel; use fewer channels (gpu::options::channels) or fewer ranks per GPU");
+}
+}  // namespace launch_detail
+
+// Loads the kernel of one composition over one device handle on the current device.
+template <class K, class Algo, class T, class Op, class Tuning, transport::device_handle_like Handle>
+void preload_kernel() {
+  cudaFuncAttributes attr{};
+  detail::cuda_check(cudaFuncGetAttributes(&attr, &kernels::collective_kernel<K, Algo, T, Op, Tuning, Handle>), "gpu::preload");
+}
+
+// Enqueues rank `rank`'s part of collective K on `stream`, its kernels taking device handle
+// `Handle` (gpu::launch in gpu/transport.hpp picks it from the transport and the world). Asynchronous; capturable into a CUDA graph (nothing here allocates, maps or
+// synchronizes). With ranks sharing the GPU (grouped launch), it returns once every one of them
+// has called it for this call, or throws errc::timeout naming those that did not within the
+// world's timeout. `stage`: gpu/communicator.hpp's in-kernel staging (processes only).
+template <class K, class Algo, class Tuning, transport::device_handle_like Handle, class T, class Op>
+void launch_on(world& w, int rank, coll_args a, const T* in, T* out, Op op, cudaStream_t stream, void* stage = nullptr) {
+  using params_t = kernels::kernel_params<Handle, T, Op>;
+  static_assert(std::is_trivially_copyable_v<params_t>);
+  w.check_usable(K::name, rank);
+  using protocol_t = kernels::kernel_protocol<Algo, Tuning>;
+  if (w.opts().slot_bytes < kernels::min_slot_bytes<protocol_t>)
+    detail::fail(errc::invalid_argument, K::name, rank,
+                 "option 'slot_bytes' = " + std::to_string(w.opts().slot_bytes) + " is too small for protocol " +
+                     protocol_t::name + ": it needs at least " + std::to_string(kernels::min_slot_bytes<protocol_t>));
+  const int device = w.device_of(rank);
+  detail::device_guard guard(device);
+  const void* kernel = reinterpret_cast<const void*>(&kernels::collective_kernel<K, Algo, T, Op, Tuning, Handle>);
+  const int channels = w.opts().channels;
+  world::launch_group& g = w.group_of(device);
+  const int nlocal = static_cast<int>(g.ranks.size());
+  const bool grouped = w.opts().launch == launch_mode::grouped && nlocal > 1;
+  // In a world of processes its other ranks on this GPU launch from their own processes (MPS).
+  const int sharing = w.is_process() ? w.process().ranks_on_gpu : nlocal;
+  launch_detail::check_resident<K>(kernel, Tuning::threads, kernels::kernel_smem_bytes(w.nranks()), device, sharing,
+                                   channels, rank);
+
+  a.nchannels = channels;
+  const kernels::rank_params<T, Op> mine{a, in, out, op};
+  if (!grouped) {
+    params_t p{};
+    p.h = w.handle<Handle>(rank);
+    p.nlocal = 1;
+    p.stage = stage;
+    p.rank[0] = mine;
+    detail::cuda_check(launch_detail::enqueue_kernel<K, Algo, Tuning>(w, p, false, stream), K::name, rank);
+    return;
+  }
+
+  // Grouped: arrive, and either wait for the last arrival's launch or be it.
+  const int li = g.local_index(rank);
+  detail::cuda_check(cudaEventRecord(g.ready[static_cast<std::size_t>(li)], stream), "cudaEventRecord", rank);
+  std::unique_lock<std::mutex> lock(g.m);
+  if (g.arrived == 0) {
+    g.kernel = kernel;
+    g.mismatch.clear();
+    g.params.assign(sizeof(params_t), 0);
+    std::fill(g.present.begin(), g.present.end(), 0);
+  } else if (g.kernel != kernel || g.params.size() != sizeof(params_t)) {
+    if (g.mismatch.empty())
+      g.mismatch = "rank " + std::to_string(rank) + " calls " + K::name + " (" + Algo::name + ", " + element_name<T> +
+                   ") while rank(s) that arrived before it on GPU " + std::to_string(device) +
+                   " called another collective, algorithm or type";
+  }
+  if (g.mismatch.empty())
+    std::memcpy(g.params.data() + offsetof(params_t, rank) + sizeof(kernels::rank_params<T, Op>) * static_cast<std::size_t>(li),
+                &mine, sizeof mine);
+  g.present[static_cast<std::size_t>(li)] = 1;
+  const std::uint64_t gen = g.generation.load(std::memory_order_relaxed);
+  if (++g.arrived < nlocal) {
+    // The last rank usually arrives within microseconds, and a sleeping waiter's wake-up costs
+    // more than the launch: spin a little (without the lock) before sleeping on the condition.
+    lock.unlock();
+    const auto spin_end = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
+    while (g.generation.load(std::memory_order_acquire) == gen && std::chrono::steady_clock::now() < spin_end)
+      std::this_thread::yield();
+    lock.lock();
+    if (!g.cv.wait_for(lock, w.opts().timeout, [&] { return g.generation.load(std::memory_order_relaxed) != gen; })) {
+      std::vector<int> missing;
+      for (int j = 0; j < nlocal; ++j)
+        if (!g.present[static_cast<std::size_t>(j)]) missing.push_back(g.ranks[static_cast<std::size_t>(j)]);
+      const std::string msg = "timed out after " + std::to_string(w.opts().timeout.count()) + " ms waiting for rank(s) " +
+                              detail::rank_list(missing) + " to make the same call (the ranks of GPU " +
+                              std::to_string(device) + " launch each call together)";
+      lock.unlock();
+      w.mark_failed("rank " + std::to_string(rank) + " " + msg);
+      detail::fail(errc::timeout, K::name, rank, msg);
+    }
+    const std::string result = g.result;
+    lock.unlock();
+    if (!result.empty()) detail::fail(errc::invalid_usage, K::name, rank, result);
+    detail::cuda_check(cudaStreamWaitEvent(stream, g.done, 0), "cudaStreamWaitEvent", rank);
+    return;
+  }
+
+  // The last arrival launches for everyone, on its own stream.
+  std::string result = g.mismatch;
+  if (result.empty()) {
+    cudaError_t e = cudaSuccess;
+    for (int j = 0; j < nlocal && e == cudaSuccess; ++j)
+      if (j != li) e = cudaStreamWaitEvent(stream, g.ready[static_cast<std::size_t>(j)], 0);
+    if (e == cudaSuccess) {
+      params_t p;
+      std::memcpy(static_cast<void*>(&p), g.params.data(), sizeof p);
+      p.h = w.handle<Handle>(rank);
+      p.nlocal = nlocal;
+      e = launch_detail::enqueue_kernel<K, Algo, Tuning>(w, p, w.opts().cooperative, stream);
+    }
+    if (e == cudaSuccess) e = cudaEventRecord(g.done, stream);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      result = std::string("the launch for the ranks of GPU ") + std::to_string(device) + " failed: " + cudaGetErrorString(e);
+      if (e == cudaErrorStreamCaptureIsolation || e == cudaErrorStreamCaptureUnjoined ||
+          e == cudaErrorStreamCaptureInvalidated || e == cudaErrorStreamCaptureUnmatched)
+        result += " (ranks that share a GPU must be captured into one graph: fork every rank's stream from one capturing stream)";
+    }
+  }
+  g.result = result;
+  g.arrived = 0;
+  g.generation.store(gen + 1, std::memory_order_release);
+  lock.unlock();
+  g.cv.notify_all();
+  if (!result.empty()) detail::fail(errc::invalid_usage, K::name, rank, result);
+}
+
+}  // namespace gpu
+COLLCOMM_NAMESPACE_END

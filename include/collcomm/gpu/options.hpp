@@ -1,0 +1,78 @@
+// collcomm/gpu/options.hpp — the GPU executor's options: one value type for every GPU world
+// (ranks as threads, ranks as processes), checked without side effects, and the one place where
+// the GPU executor reads environment variables.
+#pragma once
+
+#include <collcomm/config.hpp>
+#include <collcomm/error.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdlib>
+#include <string>
+
+COLLCOMM_NAMESPACE_BEGIN
+namespace gpu {
+
+// Where a world's connections live (options::connections).
+enum class placement {
+  device,  // in the receiver's GPU memory: one GPU, or peers with peer access (NVLink, P2P over PCIe):
+           // transport::nvlink and transport::pcie
+  host,    // pinned host memory mapped into every GPU (cudaHostAlloc mapped | portable): every message
+           // crosses PCIe twice (sender GPU -> host, host -> receiver GPU); no peer access needed;
+           // ordering at system scope: transport::pcie_staged
+};
+
+enum class launch_mode {
+  grouped,   // one launch per GPU per call for all of its ranks (the default; gpu/launch.hpp says why)
+  per_rank,  // every rank launches alone: only for one rank per GPU
+};
+
+struct options {
+  int channels = 0;  // thread blocks per rank and call; 0: SMs / ranks per GPU, at most 32
+  // Bytes per FIFO slot (a message's maximum). Connections take, in each rank's GPU memory,
+  // nranks x channels x slots x slot_bytes (8 ranks, 16 channels, 8 x 256 KiB: 256 MiB per rank;
+  // with automatic channels it stays at a few hundred MiB per rank); 1 MiB slots reach ~80 % of
+  // copy bandwidth on one H200 (bench/RESULTS.md), 256 KiB ~75 %.
+  std::size_t slot_bytes = std::size_t{256} << 10;
+  int slots = 8;                             // slots per connection, a power of two
+  std::chrono::milliseconds timeout{10000};  // bound of every device wait and of the launch rendezvous
+  launch_mode launch = launch_mode::grouped;
+  bool cooperative = true;  // grouped launches are cooperative (all blocks resident, or an error)
+  placement connections = placement::device;
+  // Worlds of processes only (gpu/process_world.hpp): bytes of each rank's staging window for direct
+  // algorithms (one_shot, two_shot, direct), four times over in its GPU memory (input and output
+  // of calls staged by copies; two alternating halves for calls that stage in the kernel).
+  // A direct call whose input or output is larger is refused; 0 refuses every direct call.
+  std::size_t window_bytes = std::size_t{32} << 20;
+};
+
+// Throws errc::invalid_argument naming the first bad option (or nranks) and the rank.
+inline void check_options(int nranks, const options& opts, const char* where, int rank) {
+  if (nranks < 1)
+    detail::fail(errc::invalid_argument, where, rank,
+                 "argument 'nranks' is " + std::to_string(nranks) + "; it must be at least 1");
+  if (opts.channels < 0)
+    detail::fail(errc::invalid_argument, where, rank, "option 'channels' must be at least 1 (or 0: automatic)");
+  // A block waits for its message and its free send slot together: 2 slots keep a ring moving.
+  if (opts.slots < 2 || (opts.slots & (opts.slots - 1)) != 0)
+    detail::fail(errc::invalid_argument, where, rank,
+                 "option 'slots' = " + std::to_string(opts.slots) + " must be a power of two, at least 2");
+  if (opts.slot_bytes < 16 || opts.slot_bytes % 16 != 0 || opts.slot_bytes > (std::size_t{1} << 31))
+    detail::fail(errc::invalid_argument, where, rank,
+                 "option 'slot_bytes' must be a positive multiple of 16, at most 2 GiB");
+  if (opts.window_bytes % 256 != 0)
+    detail::fail(errc::invalid_argument, where, rank,
+                 "option 'window_bytes' = " + std::to_string(opts.window_bytes) + " must be a multiple of 256");
+}
+
+// The environment variables the GPU executor reads, all of them, applied to the options a world
+// is made with (gpu::world, gpu::world::join):
+//   COLLCOMM_GPU_COOPERATIVE=0   grouped launches are not cooperative (options::cooperative = false)
+inline options with_environment(options opts) {
+  if (const char* coop = std::getenv("COLLCOMM_GPU_COOPERATIVE")) opts.cooperative = std::atoi(coop) != 0;
+  return opts;
+}
+
+}  // namespace gpu
+COLLCOMM_NAMESPACE_END

@@ -1,0 +1,151 @@
+// collcomm/kernels/direct_primitives.cuh — the direct family (algo/primitives.hpp): a channel's
+// block loads its peers' buffers in place, between barriers. Only for device handles whose
+// peers' memory can be loaded and stored (Handle::load_store): nvlink, pcie P2P.
+//
+// Where the peers' buffers come from: when one launch carries every rank of the world (all on
+// this GPU), from the launch's parameters (use_launch_buffers); else from the handle's table,
+// where each rank publishes its buffers for the call (publish_buffers) before the schedule's
+// entry barrier. Across processes the table holds every rank's staging window instead
+// (gpu/communicator.hpp), and stage_input copies this channel's range of the input there.
+#pragma once
+
+#include <collcomm/kernels/channel.cuh>
+#include <collcomm/kernels/reduce_copy.cuh>
+
+#include <cstddef>
+#include <cstdint>
+
+COLLCOMM_NAMESPACE_BEGIN
+namespace kernels {
+
+template <class State>
+struct direct_family {
+  using T = typename State::value_type;
+  using rc = reduce_copy<T, typename State::op_type>;
+  using pack_t = typename rc::pack_t;
+  using acc_t = typename rc::acc_t;
+  static constexpr int vec = rc::vec;
+  static_assert(State::handle_type::load_store,
+                "collcomm transport axis: the direct primitives need a transport whose peers' buffers can be loaded "
+                "and stored (nvlink, pcie); this one carries FIFO messages only");
+
+  // Makes this call's buffers reachable by direct peers. The schedule's first barrier publishes
+  // it; its last barrier keeps it valid while peers read.
+  __device__ static void publish_buffers(State& c) {
+    if (threadIdx.x == 0 && !c.launch) c.h.buffers[c.channel * c.h.nranks + c.rank] = transport::buffer_pair{c.in, c.out};
+  }
+
+  // Every rank's block of this channel arrives, then waits for all. The arrival counter only
+  // grows; the value our fetch_add returns says which barrier we joined (no rank can be a whole
+  // barrier ahead of another), so no per-rank generation is kept.
+  __device__ static void barrier(State& c) {
+    __syncthreads();
+    if (threadIdx.x == 0 && !*c.aborted) {
+      using ops = typename State::ops;
+      const std::uint64_t n = static_cast<std::uint64_t>(c.h.nranks);
+      std::uint64_t* word = &c.h.barrier[c.channel * c.h.barrier_stride];
+      ops::fence();  // publish our buffers and stores before arriving
+      const std::uint64_t old = ops::fetch_add(word, 1);
+      const std::uint64_t index = old / n + 1;
+      const wait_result r = wait_at_least(word, index * n, c.h);
+      if (r != wait_result::ok) c.stall(no_peer, index, transport::stall_barrier, r);
+    }
+    __syncthreads();
+  }
+  // With every rank in this launch, the launch itself orders what the barriers would: it starts
+  // after every rank's inputs are ready (it waits for every rank's stream), and no rank's stream
+  // goes on before the whole launch ends, so no peer can reuse a buffer another block still reads.
+  __device__ static void entry_barrier(State& c) {
+    if (c.launch) __syncthreads();
+    else barrier(c);
+  }
+  // Across processes, a call that staged its input in the kernel needs no exit barrier: a rank
+  // overwrites a staging half only two staged calls later, after its entry barrier of the call
+  // between, which every peer reaches only when done reading that half.
+  __device__ static void exit_barrier(State& c) {
+    if (c.launch || c.peer_in_offset) __syncthreads();
+    else barrier(c);
+  }
+
+  // Copies this channel's range of the input, unchanged, into the staging half `offset` bytes into
+  // this rank's window, at the same place; peers then read every peer's input `offset` bytes into
+  // its window, after the entry barrier (which publishes these stores).
+  __device__ static void stage_input(State& c, char* window, std::size_t offset, range r) {
+    c.peer_in_offset = offset;
+    rc::run(c.op, c.h.nranks, nullptr, 0, c.in + r.begin, false, reinterpret_cast<T*>(window + offset) + r.begin, nullptr,
+            0, r.size, false);
+  }
+
+  // Every rank's buffer `b` for this channel, into shared memory: read once per call, not per element.
+  __device__ static void load_peer_ptrs(State& c, buf_ref b) {
+    __syncthreads();
+    for (int r = threadIdx.x; r < c.h.nranks; r += blockDim.x) c.peer_ptrs[r] = c.peer_ptr(r, b);
+    __syncthreads();
+  }
+
+  __device__ static void direct_reduce_copy(State& c, buf_ref src, buf_ref dst, index_t n, bool fin) {
+    if (n == 0) return;
+    load_peer_ptrs(c, src);
+    if (*c.aborted) return;
+    const int nr = c.h.nranks;
+    const T* const* ptrs = reinterpret_cast<const T* const*>(c.peer_ptrs);
+    T* d = c.local(dst);
+    const bool pre = src.which == buffer::input;
+    std::uintptr_t bits = reinterpret_cast<std::uintptr_t>(d);
+    for (int r = 0; r < nr; ++r) bits |= reinterpret_cast<std::uintptr_t>(ptrs[r]);
+    index_t done = 0;
+    if ((bits & 15u) == 0) {
+      const index_t nvec = n / vec;
+      for (index_t v = threadIdx.x; v < nvec; v += blockDim.x) {
+        pack_t tmp;
+        acc_t acc[vec];
+        for (int r = 0; r < nr; ++r) {
+          tmp.u = reinterpret_cast<const uint4*>(ptrs[r])[v];
+          for (int e = 0; e < vec; ++e) {
+            const acc_t x = c.load_acc(tmp.t[e], pre);
+            acc[e] = r == 0 ? x : static_cast<acc_t>(c.op(acc[e], x));
+          }
+        }
+        for (int e = 0; e < vec; ++e) tmp.t[e] = from_accum<T>(fin ? apply_post(c.op, acc[e], nr) : acc[e]);
+        reinterpret_cast<uint4*>(d)[v] = tmp.u;
+      }
+      done = nvec * vec;
+    }
+    for (index_t i = done + threadIdx.x; i < n; i += blockDim.x) {
+      acc_t v{};
+      for (int r = 0; r < nr; ++r) {
+        const acc_t x = c.load_acc(ptrs[r][i], pre);
+        v = r == 0 ? x : static_cast<acc_t>(c.op(v, x));
+      }
+      d[i] = from_accum<T>(fin ? apply_post(c.op, v, nr) : v);
+    }
+    __syncthreads();
+  }
+
+  __device__ static void direct_copy(State& c, int from, buf_ref src, buf_ref dst, index_t n) {
+    if (n == 0) return;
+    __syncthreads();
+    if (*c.aborted) return;
+    const T* s = c.peer_ptr(from, src);
+    T* d = c.local(dst);
+    const bool pre = src.which == buffer::input;
+    index_t done = 0;
+    if (((reinterpret_cast<std::uintptr_t>(s) | reinterpret_cast<std::uintptr_t>(d)) & 15u) == 0) {
+      const index_t nvec = n / vec;
+      for (index_t v = threadIdx.x; v < nvec; v += blockDim.x) {
+        pack_t tmp;
+        tmp.u = reinterpret_cast<const uint4*>(s)[v];
+        if constexpr (op_has_pre<typename State::op_type>)
+          if (pre)
+            for (int e = 0; e < vec; ++e) tmp.t[e] = from_accum<T>(c.load_acc(tmp.t[e], true));
+        reinterpret_cast<uint4*>(d)[v] = tmp.u;
+      }
+      done = nvec * vec;
+    }
+    for (index_t i = done + threadIdx.x; i < n; i += blockDim.x) d[i] = from_accum<T>(c.load_acc(s[i], pre));
+    __syncthreads();
+  }
+};
+
+}  // namespace kernels
+COLLCOMM_NAMESPACE_END

@@ -1,0 +1,104 @@
+// collcomm/transport/device_handle.hpp — what a GPU kernel needs to reach its peers, for every
+// GPU transport: the connections (FIFOs), the message counts, the direct primitives' buffer table
+// and barrier, the abort words and the stall records. Trivially copyable; kernels take it by value.
+//
+// The data is one layout (handle_fields); what differs between transports is a compile-time
+// property of the handle's type, never a run-time flag:
+//   Scope      the memory scope of counters and fences: scope_device where every rank of the world
+//              sits on one GPU (their stores meet in its L2), scope_system where a peer GPU or the
+//              host reads them (several GPUs, connections in host memory);
+//   LoadStore  whether peers' buffers can be loaded and stored (the direct primitives: one_shot,
+//              two_shot, direct). False for connections staged through host memory.
+// Each transport names its handles (transport/nvlink_device.hpp, transport/pcie_device.hpp).
+//
+// Address spaces: every pointer is memory that all ranks of the world can load and store — device
+// memory (one GPU, or peers with peer access), or pinned host memory mapped into every GPU where
+// connections are staged; `stall` is host-mapped always; `abort` is host memory in a world of
+// processes. `entry_abort` is always this rank's GPU's own memory: the word a kernel reads at
+// entry costs no PCIe round trip.
+#pragma once
+
+#include <collcomm/config.hpp>
+
+#include <cstddef>
+#include <concepts>
+#include <cstdint>
+#include <type_traits>
+
+COLLCOMM_NAMESPACE_BEGIN
+namespace transport {
+
+// Memory scopes, as types (kernels map them to cuda::thread_scope).
+struct scope_device { static constexpr const char* name = "device"; };
+struct scope_system { static constexpr const char* name = "system"; };
+
+// One FIFO connection (channel, src -> dst): a ring of slots in memory the receiver reads.
+// The sender owns `tail` (messages published), the receiver owns `head` (messages consumed);
+// both only grow, so a stale value is never mistaken for a fresh one.
+struct fifo_view {
+  char* data;            // slots * slot_bytes
+  std::uint64_t* sizes;  // slots: element count of the message in each slot (checked by the receiver)
+  std::uint64_t* tail;   // written by the sender with a release store
+  std::uint64_t* head;   // written by the receiver with a release store
+};
+
+// A rank's buffers for the current call, published so that direct primitives can reach them.
+struct buffer_pair {
+  const void* in;
+  void* out;
+};
+
+// Written by the first wait of a rank that runs out of time; read by communicator::check().
+struct stall_record {
+  std::uint32_t stalled;   // 0: none, 2: being written, 1: written
+  std::int32_t rank;       // who waited
+  std::int32_t peer;       // for whom (no_peer: a barrier)
+  std::int32_t channel;
+  std::uint64_t step;      // the message (or barrier) number awaited
+  std::uint32_t what;      // stall_what
+};
+enum stall_what : std::uint32_t { stall_none = 0, stall_recv = 1, stall_send_slot = 2, stall_barrier = 3, stall_size = 4 };
+
+struct handle_fields {
+  fifo_view* fifos;           // (channel, src, dst)
+  std::uint64_t* steps;       // (rank, channel, peer, {send, recv}): messages moved so far
+  buffer_pair* buffers;       // (channel, rank)
+  std::uint64_t* barrier;     // (channel * barrier_stride): arrivals, only grows
+  std::uint32_t barrier_stride;
+  std::uint32_t* abort;        // the world's: set by the first wait that times out (or abort()); long waits poll it
+  std::uint32_t* entry_abort;  // this GPU's memory: read at kernel entry; the same word as `abort` where that is
+                               // this GPU's, else one that this GPU's timed-out waits also set
+  stall_record* stall;        // (rank), host-mapped
+  int nranks;
+  int nchannels;
+  std::uint32_t slots;        // a power of two
+  std::uint32_t slot_bytes;
+  // A world of processes only (else null / 0): this rank's count of calls, per channel, that
+  // staged their input in the kernel (collective_kernel.cuh, stages_channel_range); its parity
+  // picks which of the two staging halves of every rank's window the call uses.
+  std::uint64_t* staged_calls;
+  std::uint64_t window_bytes;
+  std::uint64_t timeout_ns;
+
+  COLLCOMM_HD fifo_view& fifo(int channel, int src, int dst) const {
+    return fifos[(static_cast<std::size_t>(channel) * nranks + src) * nranks + dst];
+  }
+  COLLCOMM_HD std::uint64_t* rank_steps(int rank, int channel) const {
+    return steps + (static_cast<std::size_t>(rank) * nchannels + channel) * nranks * 2;
+  }
+};
+
+template <class Scope, bool LoadStore>
+struct device_handle : handle_fields {
+  using scope = Scope;
+  static constexpr bool load_store = LoadStore;
+};
+
+template <class H>
+concept device_handle_like = requires {
+  typename H::scope;
+  { H::load_store } -> std::convertible_to<bool>;
+} && std::is_trivially_copyable_v<H> && std::is_base_of_v<handle_fields, H>;
+
+}  // namespace transport
+COLLCOMM_NAMESPACE_END

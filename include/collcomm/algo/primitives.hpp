@@ -62,6 +62,9 @@
 // In place: a schedule that cannot run with aliased input and output (one_shot: every rank reads
 // every peer's input while it writes its own output) says `static constexpr bool in_place_safe =
 // false;` in its tag; the host API refuses in-place calls with it (supports_in_place<Algo>).
+//
+// This folder (algo/): one header per algorithm, pure schedules over the primitives. It includes
+// the policy core (config, types, kinds, ops, protocol) only: no executor, transport or CUDA API.
 #pragma once
 
 #include <collcomm/config.hpp>

@@ -17,6 +17,9 @@
 // not arrive. Every failure throws collcomm::error (error.hpp), never hangs. The bootstrap is
 // meant for small messages (kilobytes to a few MiB); it is not a data path.
 // Destruction releases every socket and file descriptor.
+//
+// This folder (bootstrap/): local (threads), tcp (unique id), env (torchrun / Open MPI / Slurm),
+// mpi (adapter), and the bounded wire parser they share. It includes config and error only.
 #pragma once
 
 #include <collcomm/config.hpp>

@@ -1,6 +1,9 @@
 // collcomm/detail/join.hpp — what both executors' worlds of processes use to join over a
 // bootstrap: a random job token, fixed-size records all-gathered, per-rank statuses (an error on
 // any rank becomes an error on every rank, naming it), and this machine's identity.
+//
+// This folder (detail/): what both executors share — CUDA helpers, shared-memory segments, join
+// exchanges. It includes config and error only.
 #pragma once
 
 #include <collcomm/config.hpp>

@@ -40,6 +40,10 @@
 // a process world the waits also watch the peers' liveness locks (detail/shm_segment.hpp): a rank whose
 // process died — SIGKILL, a crash, an exit without leaving the world — aborts the world with a
 // message naming it (rank and pid), found within about liveness_interval of a wait starting on it.
+//
+// This folder (host/): the host executor (ranks as threads or processes over shared memory). It
+// includes the policy core, algo/, bootstrap/, transport/tags.hpp and detail/, never gpu/ or
+// kernels/.
 #pragma once
 
 #include <collcomm/config.hpp>

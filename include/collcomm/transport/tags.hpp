@@ -4,6 +4,11 @@
 // store a peer's buffer (the direct primitives: one_shot, two_shot, direct); the others carry
 // FIFO messages only, and a direct algorithm over them does not compile (compose.hpp). The GPU
 // transports' device handles are in transport/*_device.hpp; their host owner is gpu::world.
+//
+// This folder (transport/): the tags, and for each GPU transport its trivially copyable device
+// handle (*_device.hpp) and its host-side connection setup (connections.hpp, nvlink.hpp,
+// pcie.hpp). It includes the policy core and detail/ only: never an executor (gpu/, host/) or
+// kernels/.
 #pragma once
 
 #include <collcomm/config.hpp>

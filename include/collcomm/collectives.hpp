@@ -18,6 +18,8 @@
 //   gather          send count          recv n*count (root)  in place: send == recv + root*count (root)
 //   scatter         send n*count (root) recv count           in place: recv == send + root*count (root)
 //   send_recv       send count          recv count           never in place; either peer may be no_peer
+// Arguments, in every function: buffers, count, then op, then root or peers (as NCCL), then the
+// GPU executor's stream.
 // A buffer marked (root) is ignored, and may be null, on the other ranks; so is send_recv's send
 // when send_peer == no_peer, and its recv when recv_peer == no_peer. An algorithm that cannot run
 // in place (supports_in_place<Algo> is false: one_shot) refuses in-place calls.
@@ -30,8 +32,9 @@
 // and fail with errc::timeout when their waits run out (host executor) unless it makes the call
 // again with good arguments.
 //
-// Transports that run asynchronously take one more, last argument: the GPU executor
-// (communicator<transport::nvlink>) takes the cudaStream_t the call is ordered on, e.g.
+// The GPU executor's communicators (gpu/communicator.hpp) take one more, last argument: the
+// cudaStream_t the call is ordered on, or any type that converts to one (a framework's stream
+// wrapper); forgetting it is a static_assert that says so:
 //   collcomm::all_reduce(comm, send, recv, count, collcomm::op::sum{}, stream);
 //
 // Example (host executor):
@@ -62,6 +65,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 COLLCOMM_NAMESPACE_BEGIN
 
@@ -174,19 +179,43 @@ constexpr std::ptrdiff_t block(int b, index_t count) noexcept {
   return static_cast<std::ptrdiff_t>(static_cast<index_t>(b) * count);
 }
 
-// `extra` goes to the transport: nothing for the host executor, the cudaStream_t for the GPU's.
-template <class K, class Algo, class Tr, class T, class Op, class... Extra>
+// Whether communicator<Tr>'s calls are ordered on a stream (the GPU executor's: stream_type is
+// cudaStream_t) or run to completion on the calling thread (the host executor's).
+template <class Tr>
+inline constexpr bool takes_stream = requires { typename communicator<Tr>::stream_type; };
+
+// `stream`: nothing for the host executor; for the GPU executor exactly one argument, a
+// cudaStream_t or anything that converts to one (a framework's stream wrapper), taken by
+// reference so that a wrapper need not be copyable.
+template <class K, class Algo, class Tr, class T, class Op, class... Stream>
 void run_checked(communicator<Tr>& comm, const coll_args& a, const T* in, index_t in_elems, T* out, index_t out_elems,
-                 const Op& op, Extra... extra) {
+                 const Op& op, Stream&&... stream) {
   // Where a buffer is not significant its pointer is not passed on: a schedule cannot touch it.
-  comm.template run<K, Algo>(a, in_elems ? in : nullptr, in_elems, out_elems ? out : nullptr, out_elems, op, extra...);
+  in = in_elems ? in : nullptr;
+  out = out_elems ? out : nullptr;
+  if constexpr (takes_stream<Tr>) {
+    using stream_t = typename communicator<Tr>::stream_type;
+    static_assert(sizeof...(Stream) == 1,
+                  "collcomm: a GPU collective takes the stream it is ordered on as its last argument, e.g. "
+                  "all_reduce(comm, send, recv, count, op::sum{}, stream)");
+    if constexpr (sizeof...(Stream) == 1) {
+      static_assert((std::is_convertible_v<Stream&&, stream_t> && ...),
+                    "collcomm: the last argument of a GPU collective must be a cudaStream_t, or convert to one");
+      if constexpr ((std::is_convertible_v<Stream&&, stream_t> && ...))
+        comm.template run<K, Algo>(a, in, in_elems, out, out_elems, op, static_cast<stream_t>(std::forward<Stream>(stream))...);
+    }
+  } else {
+    static_assert(sizeof...(Stream) == 0,
+                  "collcomm: the host executor's collectives run on the calling thread and take no stream argument");
+    if constexpr (sizeof...(Stream) == 0) comm.template run<K, Algo>(a, in, in_elems, out, out_elems, op);
+  }
 }
 
 }  // namespace detail
 
 // recv[i] = op over ranks of send[i], for i < count.
-template <class Algo = algo::ring, class Tr, class T, class Op = op::sum, class... Extra>
-void all_reduce(communicator<Tr>& comm, const T* send, T* recv, index_t count, Op op = {}, Extra... extra) {
+template <class Algo = algo::ring, class Tr, class T, class Op = op::sum, class... Stream>
+void all_reduce(communicator<Tr>& comm, const T* send, T* recv, index_t count, Op op = {}, Stream&&... stream) {
   check_composition<kind::all_reduce, Algo, Tr, Op, T>();
   const detail::arg_checker<T> c(kind::all_reduce::name, comm.rank(), comm.size());
   const index_t e = c.elems("count", count);
@@ -196,12 +225,12 @@ void all_reduce(communicator<Tr>& comm, const T* send, T* recv, index_t count, O
   c.template in_place_algorithm<Algo>(in_place);
   coll_args a;
   a.count = count;
-  detail::run_checked<kind::all_reduce, Algo>(comm, a, send, e, recv, e, op, extra...);
+  detail::run_checked<kind::all_reduce, Algo>(comm, a, send, e, recv, e, op, std::forward<Stream>(stream)...);
 }
 
 // recv[i] = op over ranks of send[rank * recvcount + i], for i < recvcount.
-template <class Algo = algo::ring, class Tr, class T, class Op = op::sum, class... Extra>
-void reduce_scatter(communicator<Tr>& comm, const T* send, T* recv, index_t recvcount, Op op = {}, Extra... extra) {
+template <class Algo = algo::ring, class Tr, class T, class Op = op::sum, class... Stream>
+void reduce_scatter(communicator<Tr>& comm, const T* send, T* recv, index_t recvcount, Op op = {}, Stream&&... stream) {
   check_composition<kind::reduce_scatter, Algo, Tr, Op, T>();
   const int r = comm.rank(), n = comm.size();
   const detail::arg_checker<T> c(kind::reduce_scatter::name, r, n);
@@ -213,12 +242,12 @@ void reduce_scatter(communicator<Tr>& comm, const T* send, T* recv, index_t recv
   c.template in_place_algorithm<Algo>(in_place);
   coll_args a;
   a.count = recvcount;
-  detail::run_checked<kind::reduce_scatter, Algo>(comm, a, send, in_e, recv, out_e, op, extra...);
+  detail::run_checked<kind::reduce_scatter, Algo>(comm, a, send, in_e, recv, out_e, op, std::forward<Stream>(stream)...);
 }
 
 // recv[q * sendcount + i] = rank q's send[i].
-template <class Algo = algo::ring, class Tr, class T, class... Extra>
-void all_gather(communicator<Tr>& comm, const T* send, T* recv, index_t sendcount, Extra... extra) {
+template <class Algo = algo::ring, class Tr, class T, class... Stream>
+void all_gather(communicator<Tr>& comm, const T* send, T* recv, index_t sendcount, Stream&&... stream) {
   check_composition<kind::all_gather, Algo, Tr, op::none, T>();
   const int r = comm.rank(), n = comm.size();
   const detail::arg_checker<T> c(kind::all_gather::name, r, n);
@@ -230,12 +259,12 @@ void all_gather(communicator<Tr>& comm, const T* send, T* recv, index_t sendcoun
   c.template in_place_algorithm<Algo>(in_place);
   coll_args a;
   a.count = sendcount;
-  detail::run_checked<kind::all_gather, Algo>(comm, a, send, in_e, recv, out_e, op::none{}, extra...);
+  detail::run_checked<kind::all_gather, Algo>(comm, a, send, in_e, recv, out_e, op::none{}, std::forward<Stream>(stream)...);
 }
 
 // recv[i] = root's send[i]. send is significant at the root only.
-template <class Algo = algo::ring, class Tr, class T, class... Extra>
-void broadcast(communicator<Tr>& comm, const T* send, T* recv, index_t count, int root, Extra... extra) {
+template <class Algo = algo::ring, class Tr, class T, class... Stream>
+void broadcast(communicator<Tr>& comm, const T* send, T* recv, index_t count, int root, Stream&&... stream) {
   check_composition<kind::broadcast, Algo, Tr, op::none, T>();
   const int r = comm.rank();
   const detail::arg_checker<T> c(kind::broadcast::name, r, comm.size());
@@ -249,12 +278,12 @@ void broadcast(communicator<Tr>& comm, const T* send, T* recv, index_t count, in
   coll_args a;
   a.count = count;
   a.root = root;
-  detail::run_checked<kind::broadcast, Algo>(comm, a, send, in_e, recv, e, op::none{}, extra...);
+  detail::run_checked<kind::broadcast, Algo>(comm, a, send, in_e, recv, e, op::none{}, std::forward<Stream>(stream)...);
 }
 
 // At the root: recv[i] = op over ranks of send[i]. recv is significant at the root only.
-template <class Algo = algo::ring, class Tr, class T, class Op, class... Extra>
-void reduce(communicator<Tr>& comm, const T* send, T* recv, index_t count, Op op, int root, Extra... extra) {
+template <class Algo = algo::ring, class Tr, class T, class Op, class... Stream>
+void reduce(communicator<Tr>& comm, const T* send, T* recv, index_t count, Op op, int root, Stream&&... stream) {
   check_composition<kind::reduce, Algo, Tr, Op, T>();
   const int r = comm.rank();
   const detail::arg_checker<T> c(kind::reduce::name, r, comm.size());
@@ -268,12 +297,12 @@ void reduce(communicator<Tr>& comm, const T* send, T* recv, index_t count, Op op
   coll_args a;
   a.count = count;
   a.root = root;
-  detail::run_checked<kind::reduce, Algo>(comm, a, send, e, recv, out_e, op, extra...);
+  detail::run_checked<kind::reduce, Algo>(comm, a, send, e, recv, out_e, op, std::forward<Stream>(stream)...);
 }
 
 // recv[q * count + i] = rank q's send[rank * count + i]: block q of send goes to rank q.
-template <class Algo = algo::pairwise, class Tr, class T, class... Extra>
-void all_to_all(communicator<Tr>& comm, const T* send, T* recv, index_t count, Extra... extra) {
+template <class Algo = algo::pairwise, class Tr, class T, class... Stream>
+void all_to_all(communicator<Tr>& comm, const T* send, T* recv, index_t count, Stream&&... stream) {
   check_composition<kind::all_to_all, Algo, Tr, op::none, T>();
   const detail::arg_checker<T> c(kind::all_to_all::name, comm.rank(), comm.size());
   const index_t e = c.elems("count", count, comm.size());
@@ -282,12 +311,12 @@ void all_to_all(communicator<Tr>& comm, const T* send, T* recv, index_t count, E
   c.overlap(send, e, recv, e, false, 0, "");
   coll_args a;
   a.count = count;
-  detail::run_checked<kind::all_to_all, Algo>(comm, a, send, e, recv, e, op::none{}, extra...);
+  detail::run_checked<kind::all_to_all, Algo>(comm, a, send, e, recv, e, op::none{}, std::forward<Stream>(stream)...);
 }
 
 // At the root: recv[q * count + i] = rank q's send[i]. recv is significant at the root only.
-template <class Algo = algo::linear, class Tr, class T, class... Extra>
-void gather(communicator<Tr>& comm, const T* send, T* recv, index_t count, int root, Extra... extra) {
+template <class Algo = algo::linear, class Tr, class T, class... Stream>
+void gather(communicator<Tr>& comm, const T* send, T* recv, index_t count, int root, Stream&&... stream) {
   check_composition<kind::gather, Algo, Tr, op::none, T>();
   const int r = comm.rank();
   const detail::arg_checker<T> c(kind::gather::name, r, comm.size());
@@ -302,12 +331,12 @@ void gather(communicator<Tr>& comm, const T* send, T* recv, index_t count, int r
   coll_args a;
   a.count = count;
   a.root = root;
-  detail::run_checked<kind::gather, Algo>(comm, a, send, in_e, recv, out_e, op::none{}, extra...);
+  detail::run_checked<kind::gather, Algo>(comm, a, send, in_e, recv, out_e, op::none{}, std::forward<Stream>(stream)...);
 }
 
 // recv[i] = root's send[rank * count + i]. send is significant at the root only.
-template <class Algo = algo::linear, class Tr, class T, class... Extra>
-void scatter(communicator<Tr>& comm, const T* send, T* recv, index_t count, int root, Extra... extra) {
+template <class Algo = algo::linear, class Tr, class T, class... Stream>
+void scatter(communicator<Tr>& comm, const T* send, T* recv, index_t count, int root, Stream&&... stream) {
   check_composition<kind::scatter, Algo, Tr, op::none, T>();
   const int r = comm.rank();
   const detail::arg_checker<T> c(kind::scatter::name, r, comm.size());
@@ -322,14 +351,15 @@ void scatter(communicator<Tr>& comm, const T* send, T* recv, index_t count, int 
   coll_args a;
   a.count = count;
   a.root = root;
-  detail::run_checked<kind::scatter, Algo>(comm, a, send, in_e, recv, out_e, op::none{}, extra...);
+  detail::run_checked<kind::scatter, Algo>(comm, a, send, in_e, recv, out_e, op::none{}, std::forward<Stream>(stream)...);
 }
 
 // Sends send[0, count) to send_peer and receives recv[0, count) from recv_peer, at once (no
 // deadlock when two ranks exchange). Either peer may be no_peer: that side (and its buffer) is
 // ignored. A rank may send to itself when it also receives from itself (a copy).
-template <class Algo = algo::p2p, class Tr, class T, class... Extra>
-void send_recv(communicator<Tr>& comm, const T* send, int send_peer, T* recv, int recv_peer, index_t count, Extra... extra) {
+template <class Algo = algo::p2p, class Tr, class T, class... Stream>
+void send_recv(communicator<Tr>& comm, const T* send, T* recv, index_t count, int send_peer, int recv_peer,
+               Stream&&... stream) {
   check_composition<kind::send_recv, Algo, Tr, op::none, T>();
   const detail::arg_checker<T> c(kind::send_recv::name, comm.rank(), comm.size());
   const index_t e = c.elems("count", count);
@@ -347,12 +377,12 @@ void send_recv(communicator<Tr>& comm, const T* send, int send_peer, T* recv, in
   a.count = count;
   a.send_peer = send_peer;
   a.recv_peer = recv_peer;
-  detail::run_checked<kind::send_recv, Algo>(comm, a, send, in_e, recv, out_e, op::none{}, extra...);
+  detail::run_checked<kind::send_recv, Algo>(comm, a, send, in_e, recv, out_e, op::none{}, std::forward<Stream>(stream)...);
 }
 
 // Blocking send of buf[0, count) to `peer` (not this rank); matched by recv on the peer.
-template <class Algo = algo::p2p, class Tr, class T, class... Extra>
-void send(communicator<Tr>& comm, const T* buf, index_t count, int peer, Extra... extra) {
+template <class Algo = algo::p2p, class Tr, class T, class... Stream>
+void send(communicator<Tr>& comm, const T* buf, index_t count, int peer, Stream&&... stream) {
   check_composition<kind::send_recv, Algo, Tr, op::none, T>();
   const detail::arg_checker<T> c("send", comm.rank(), comm.size());
   const index_t e = c.elems("count", count);
@@ -361,12 +391,12 @@ void send(communicator<Tr>& comm, const T* buf, index_t count, int peer, Extra..
   coll_args a;
   a.count = count;
   a.send_peer = peer;
-  detail::run_checked<kind::send_recv, Algo>(comm, a, buf, e, static_cast<T*>(nullptr), 0, op::none{}, extra...);
+  detail::run_checked<kind::send_recv, Algo>(comm, a, buf, e, static_cast<T*>(nullptr), 0, op::none{}, std::forward<Stream>(stream)...);
 }
 
 // Blocking receive of buf[0, count) from `peer` (not this rank); matched by send on the peer.
-template <class Algo = algo::p2p, class Tr, class T, class... Extra>
-void recv(communicator<Tr>& comm, T* buf, index_t count, int peer, Extra... extra) {
+template <class Algo = algo::p2p, class Tr, class T, class... Stream>
+void recv(communicator<Tr>& comm, T* buf, index_t count, int peer, Stream&&... stream) {
   check_composition<kind::send_recv, Algo, Tr, op::none, T>();
   const detail::arg_checker<T> c("recv", comm.rank(), comm.size());
   const index_t e = c.elems("count", count);
@@ -375,7 +405,7 @@ void recv(communicator<Tr>& comm, T* buf, index_t count, int peer, Extra... extr
   coll_args a;
   a.count = count;
   a.recv_peer = peer;
-  detail::run_checked<kind::send_recv, Algo>(comm, a, static_cast<const T*>(nullptr), 0, buf, e, op::none{}, extra...);
+  detail::run_checked<kind::send_recv, Algo>(comm, a, static_cast<const T*>(nullptr), 0, buf, e, op::none{}, std::forward<Stream>(stream)...);
 }
 
 COLLCOMM_NAMESPACE_END

@@ -30,6 +30,15 @@
 #define COLLCOMM_DEVICE
 #endif
 
+// Before a COLLCOMM_HD function template that calls its primitives object: the host executor's
+// primitives are host functions, and nvcc would warn (#20011, #20014) that a __host__ __device__
+// function calls them, in every .cu file that uses the host executor. (CCCL's _CCCL_EXEC_CHECK_DISABLE.)
+#if defined(__CUDACC__) && !defined(__CUDACC_RTC__)
+#define COLLCOMM_EXEC_CHECK_DISABLE _Pragma("nv_exec_check_disable")
+#else
+#define COLLCOMM_EXEC_CHECK_DISABLE
+#endif
+
 #if defined(__CUDA_ARCH__)
 #define COLLCOMM_ON_DEVICE 1
 #else

@@ -22,5 +22,5 @@ void api_valid(cc::communicator<cc::transport::host_shm>& comm, const float* sen
   cc::all_to_all(comm, send, recv, 4);
   cc::gather(comm, send, recv, 4, 0);
   cc::scatter(comm, send, recv, 4, 0);
-  cc::send_recv(comm, send, 1, recv, 1, 16);
+  cc::send_recv(comm, send, recv, 16, 1, 1);
 }

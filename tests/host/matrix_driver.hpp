@@ -188,7 +188,7 @@ void run_batch(int nranks, const config& cfg, const std::vector<call_args>& call
       else if constexpr (std::is_same_v<K, collcomm::kind::scatter>)
         collcomm::scatter<A>(comm, send, recv, c.count, c.root);
       else
-        collcomm::send_recv<A>(comm, send, a.send_peer, recv, a.recv_peer, c.count);
+        collcomm::send_recv<A>(comm, send, recv, c.count, a.send_peer, a.recv_peer);
     }
     progress[static_cast<std::size_t>(r)] = static_cast<int>(calls.size());
   });

@@ -170,9 +170,9 @@ TEST_CASE("bad input: every rank passes it — all throw, naming argument and ra
       {"gather null send", "send", [](comm_t& c, const float*, float* r) { collcomm::gather(c, null_in, r, count, 1); }},
       {"scatter null recv", "recv", [](comm_t& c, const float* s, float*) { collcomm::scatter(c, s, null_out, count, 1); }},
       {"send_recv null send", "send",
-       [](comm_t& c, const float*, float* r) { collcomm::send_recv(c, null_in, next_of(c), r, prev_of(c), count); }},
+       [](comm_t& c, const float*, float* r) { collcomm::send_recv(c, null_in, r, count, next_of(c), prev_of(c)); }},
       {"send_recv null recv", "recv",
-       [](comm_t& c, const float* s, float*) { collcomm::send_recv(c, s, next_of(c), null_out, prev_of(c), count); }},
+       [](comm_t& c, const float* s, float*) { collcomm::send_recv(c, s, null_out, count, next_of(c), prev_of(c)); }},
       {"send null buf", "buf", [](comm_t& c, const float*, float*) { collcomm::send(c, null_in, count, next_of(c)); }},
       {"recv null buf", "buf", [](comm_t& c, const float*, float*) { collcomm::recv(c, null_out, count, prev_of(c)); }},
       // misaligned buffers
@@ -191,7 +191,7 @@ TEST_CASE("bad input: every rank passes it — all throw, naming argument and ra
       {"gather n*count overflow", "count", [=](comm_t& c, const float* s, float* r) { collcomm::gather(c, s, r, over_n, 0); }},
       {"scatter n*count overflow", "count", [=](comm_t& c, const float* s, float* r) { collcomm::scatter(c, s, r, over_n, 0); }},
       {"send_recv count overflow", "count",
-       [=](comm_t& c, const float* s, float* r) { collcomm::send_recv(c, s, next_of(c), r, prev_of(c), huge); }},
+       [=](comm_t& c, const float* s, float* r) { collcomm::send_recv(c, s, r, huge, next_of(c), prev_of(c)); }},
       // root out of range
       {"broadcast root = n", "root", [](comm_t& c, const float* s, float* r) { collcomm::broadcast(c, s, r, count, nranks); }},
       {"broadcast root = -1", "root", [](comm_t& c, const float* s, float* r) { collcomm::broadcast(c, s, r, count, -1); }},
@@ -201,11 +201,11 @@ TEST_CASE("bad input: every rank passes it — all throw, naming argument and ra
       {"scatter root = -3", "root", [](comm_t& c, const float* s, float* r) { collcomm::scatter(c, s, r, count, -3); }},
       // peers
       {"send_recv send_peer = n", "send_peer",
-       [](comm_t& c, const float* s, float* r) { collcomm::send_recv(c, s, nranks, r, prev_of(c), count); }},
+       [](comm_t& c, const float* s, float* r) { collcomm::send_recv(c, s, r, count, nranks, prev_of(c)); }},
       {"send_recv recv_peer = -2", "recv_peer",
-       [](comm_t& c, const float* s, float* r) { collcomm::send_recv(c, s, next_of(c), r, -2, count); }},
+       [](comm_t& c, const float* s, float* r) { collcomm::send_recv(c, s, r, count, next_of(c), -2); }},
       {"send_recv to self, receive from another", "send_peer",
-       [](comm_t& c, const float* s, float* r) { collcomm::send_recv(c, s, c.rank(), r, prev_of(c), count); }},
+       [](comm_t& c, const float* s, float* r) { collcomm::send_recv(c, s, r, count, c.rank(), prev_of(c)); }},
       {"send to n", "peer", [](comm_t& c, const float* s, float*) { collcomm::send(c, s, count, nranks); }},
       {"send to self", "peer", [](comm_t& c, const float* s, float*) { collcomm::send(c, s, count, c.rank()); }},
       {"recv from no_peer", "peer", [](comm_t& c, const float*, float* r) { collcomm::recv(c, r, count, collcomm::no_peer); }},
@@ -250,7 +250,7 @@ TEST_CASE("bad input: overlapping send and recv other than in place") {
       {"all_to_all in place", [](comm_t& c, float* b) { collcomm::all_to_all(c, b, b, count / nranks); }},
       {"all_to_all partial overlap", [](comm_t& c, float* b) { collcomm::all_to_all(c, b, b + 2, 1); }},
       {"send_recv in place",
-       [](comm_t& c, float* b) { collcomm::send_recv(c, b, next_of(c), b, prev_of(c), count); }},
+       [](comm_t& c, float* b) { collcomm::send_recv(c, b, b, count, next_of(c), prev_of(c)); }},
       {"broadcast shifted (every rank is checked: recv is significant everywhere, send at the root 0)",
        [](comm_t& c, float* b) { collcomm::broadcast(c, b, c.rank() == 0 ? b + 1 : b, count, 0); }},
   };
@@ -312,8 +312,7 @@ TEST_CASE("bad input: in-place positions and ignored buffers are accepted") {
     collcomm::reduce(c, s, is_root ? d : nullptr, count, collcomm::op::sum{}, root);
     collcomm::broadcast(c, is_root ? s : nullptr, d + count, count, root);
     collcomm::gather(c, s, is_root ? d + 0 : nullptr, index_t{0}, root);  // count 0: nothing significant
-    collcomm::send_recv(c, static_cast<const std::int32_t*>(nullptr), collcomm::no_peer,
-                        static_cast<std::int32_t*>(nullptr), collcomm::no_peer, count);
+    collcomm::send_recv(c, static_cast<const std::int32_t*>(nullptr), static_cast<std::int32_t*>(nullptr), count, collcomm::no_peer, collcomm::no_peer);
     collcomm::all_reduce(c, static_cast<const std::int32_t*>(nullptr), static_cast<std::int32_t*>(nullptr), index_t{0});
   });
   for (int r = 0; r < nranks; ++r) {

@@ -229,7 +229,7 @@ TEST_CASE("host smoke: every kind with its default algorithm (i32, exact)") {
       collcomm::all_to_all(comm, s, o(5), c);
       collcomm::gather(comm, s, o(6), c, root);
       collcomm::scatter(comm, s, o(7), c, root);
-      collcomm::send_recv(comm, s, (r + 1) % n, o(8), (r + n - 1) % n, c);
+      collcomm::send_recv(comm, s, o(8), c, (r + 1) % n, (r + n - 1) % n);
       if (n > 1) {  // ring of blocking sends: even ranks send first, odd ranks receive first
         if (r % 2 == 0) {
           collcomm::send(comm, s, c, (r + 1) % n);

@@ -80,7 +80,7 @@ void call(host_comm& comm, const T* send, T* recv, collcomm::index_t count, int 
   else if constexpr (std::is_same_v<K, kind::all_to_all>) all_to_all<A>(comm, send, recv, count);
   else if constexpr (std::is_same_v<K, kind::gather>) gather<A>(comm, send, recv, count, root);
   else if constexpr (std::is_same_v<K, kind::scatter>) scatter<A>(comm, send, recv, count, root);
-  else send_recv<A>(comm, send, (r + 1) % n, recv, (r + n - 1) % n, count);
+  else send_recv<A>(comm, send, recv, count, (r + 1) % n, (r + n - 1) % n);
 }
 
 // One composition on this rank: every count, in and out of place. Returns the wrong elements seen

@@ -29,6 +29,7 @@ struct one_shot {
   template <class K>
   static constexpr bool peers_read_channel_range = true;
 
+  COLLCOMM_EXEC_CHECK_DISABLE
   template <class P>
   COLLCOMM_HD static void run(kind::all_reduce, P& p, const coll_args& a) {
     const range mine = channel_range(a.count, a.channel, a.nchannels, p.align_elems());

@@ -16,6 +16,7 @@ struct p2p {
   static constexpr const char* name = "p2p";
   static constexpr bool needs_direct = false;
 
+  COLLCOMM_EXEC_CHECK_DISABLE
   template <class P>
   COLLCOMM_HD static void run(kind::send_recv, P& p, const coll_args& a) {
     const range mine = channel_range(a.count, a.channel, a.nchannels, p.align_elems());

@@ -133,11 +133,13 @@ COLLCOMM_HD constexpr range piece(range r, index_t parts, index_t j, index_t ali
 // the primitives say they need less (P::entry_barrier / P::exit_barrier): the GPU executor, when
 // one launch carries every rank of the call, starts it only after every rank's inputs are ready
 // and lets no rank's stream go on before the whole launch ends — both orders these barriers give.
+COLLCOMM_EXEC_CHECK_DISABLE
 template <class P>
 COLLCOMM_HD void entry_barrier(P& p) {
   if constexpr (requires { p.entry_barrier(); }) p.entry_barrier();
   else p.barrier();
 }
+COLLCOMM_EXEC_CHECK_DISABLE
 template <class P>
 COLLCOMM_HD void exit_barrier(P& p) {
   if constexpr (requires { p.exit_barrier(); }) p.exit_barrier();

@@ -32,6 +32,7 @@ struct recursive_doubling {
     return m;
   }
 
+  COLLCOMM_EXEC_CHECK_DISABLE
   template <class P>
   COLLCOMM_HD static void run(kind::all_reduce, P& p, const coll_args& a) {
     const int n = a.nranks, r = a.rank, m = pow2_floor(n), extra = n - m;
@@ -81,6 +82,7 @@ struct recursive_doubling {
     COLLCOMM_HD constexpr int block(int i) const noexcept { return i < size ? base + i : base + (i - size) + m; }
   };
 
+  COLLCOMM_EXEC_CHECK_DISABLE
   template <class P>
   COLLCOMM_HD static void run(kind::all_gather, P& p, const coll_args& a) {
     const int n = a.nranks, r = a.rank, m = pow2_floor(n), extra = n - m;

@@ -106,6 +106,7 @@ struct tree {
   }
 
   // Reduce `rg` up tree `t` and broadcast it back down, pipelined by pieces (see the top).
+  COLLCOMM_EXEC_CHECK_DISABLE
   template <class P>
   COLLCOMM_HD static void up_down(P& p, const coll_args& a, placement t, range rg) {
     if (rg.size == 0) return;
@@ -134,6 +135,7 @@ struct tree {
     }
   }
 
+  COLLCOMM_EXEC_CHECK_DISABLE
   template <class P>
   COLLCOMM_HD static void run(kind::all_reduce, P& p, const coll_args& a) {
     const range mine = channel_range(a.count, a.channel, a.nchannels, p.align_elems());
@@ -146,6 +148,7 @@ struct tree {
   }
 
   // Root -> its one child -> ... pipelined by pieces; each interior node forwards to its children.
+  COLLCOMM_EXEC_CHECK_DISABLE
   template <class P>
   COLLCOMM_HD static void run(kind::broadcast, P& p, const coll_args& a) {
     const range mine = channel_range(a.count, a.channel, a.nchannels, p.align_elems());
@@ -164,6 +167,7 @@ struct tree {
   }
 
   // Leaves -> ... -> root, each interior node adding its input to its children's partial sums.
+  COLLCOMM_EXEC_CHECK_DISABLE
   template <class P>
   COLLCOMM_HD static void run(kind::reduce, P& p, const coll_args& a) {
     const range mine = channel_range(a.count, a.channel, a.nchannels, p.align_elems());

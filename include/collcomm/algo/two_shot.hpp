@@ -24,6 +24,7 @@ struct two_shot {
   static constexpr bool needs_direct = true;
   static constexpr bool reads_peer_outputs = true;  // its all-gather half reads peers' outputs
 
+  COLLCOMM_EXEC_CHECK_DISABLE
   template <class P>
   COLLCOMM_HD static void run(kind::all_reduce, P& p, const coll_args& a) {
     const int n = a.nranks, r = a.rank;

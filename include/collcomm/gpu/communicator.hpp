@@ -49,6 +49,7 @@ template <gpu::gpu_transport Tr>
 class communicator<Tr> {
  public:
   using transport_type = Tr;
+  using stream_type = cudaStream_t;  // calls are ordered on a stream (collectives.hpp)
 
   // This process's rank boot.rank() of a new world of boot.size() processes, on GPU `device`
   // (gpu::join_world: collective over the bootstrap's ranks; the bootstrap is not used

@@ -72,6 +72,10 @@ constexpr std::size_t kernel_smem_bytes(int nranks) {
   return (3 * sizeof(std::uint64_t) + sizeof(void*)) * static_cast<std::size_t>(nranks);
 }
 
+// Hidden visibility on a kernel instantiated with a user's type of internal linkage (an epilogue
+// functor in an anonymous namespace) draws nvcc's #1407; the kernel is then internal anyway.
+#pragma nv_diagnostic push
+#pragma nv_diag_suppress 1407
 template <class K, class Algo, class T, class Op, class Tuning, class Handle>
 COLLCOMM_KERNEL void __launch_bounds__(Tuning::threads)
     collective_kernel(const __grid_constant__ kernel_params<Handle, T, Op> p) {
@@ -135,6 +139,7 @@ COLLCOMM_KERNEL void __launch_bounds__(Tuning::threads)
     }
   }
 }
+#pragma nv_diagnostic pop
 
 }  // namespace kernels
 COLLCOMM_NAMESPACE_END

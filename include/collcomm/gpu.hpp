@@ -5,6 +5,7 @@
 #pragma once
 
 #include <collcomm/collectives.hpp>
+#include <collcomm/gpu/capture.hpp>
 #include <collcomm/gpu/communicator.hpp>
 #include <collcomm/gpu/launch.hpp>
 #include <collcomm/gpu/options.hpp>

@@ -33,6 +33,7 @@
 #include <string>
 #include <thread>
 #include <type_traits>
+#include <vector>
 
 COLLCOMM_NAMESPACE_BEGIN
 namespace gpu {
@@ -83,6 +84,54 @@ void check_resident(const void* kernel, int threads, std::size_t smem, int devic
                      " co-resident blocks on GPU " + std::to_string(device) + ", which holds " +
                      std::to_string(blocks_per_sm * sms) +
                      " of this kernel; use fewer channels (gpu::options::channels) or fewer ranks per GPU");
+}
+
+// Ranks of one GPU launch their i-th calls together, so a send_recv call between two of them
+// can only complete in the launch its peer's matching call is in, or later. Before a launch of
+// send_recv calls (p: every local rank's part), per ordered pair (src, dst) of ranks of this GPU:
+// a receive needs a message sent in this launch or in an earlier one (else it waits for a call
+// its sender can only make after this launch ends: a deadlock until the timeout), and messages
+// sent and not received in this launch wait in the connection's slots, which must hold them
+// (else the sender waits for a receive that only a later launch can make). Either is refused at
+// once, naming both ranks. Updates the pending counts when the launch goes ahead ("" returned).
+template <class Handle, class T, class Op>
+std::string check_p2p_launch(const world& w, world::launch_group& g, const kernels::kernel_params<Handle, T, Op>& p) {
+  const std::size_t nl = g.ranks.size();
+  // Bytes one connection's slots hold for sure: the slots of every channel (the message is split
+  // over the channels), at most half a slot each (ll lines carry half their bytes).
+  const std::uint64_t capacity = static_cast<std::uint64_t>(w.opts().channels) * w.opts().slots * (w.opts().slot_bytes / 2);
+  std::vector<std::int64_t> pending = g.p2p_pending;
+  std::vector<std::uint64_t> bytes = g.p2p_pending_bytes;
+  for (std::size_t j = 0; j < nl; ++j) {  // sends first: a send and its receive in one launch match
+    const coll_args& a = p.rank[j].args;
+    const int to = a.send_peer == no_peer ? -1 : g.local_index(a.send_peer);
+    if (to < 0 || static_cast<std::size_t>(to) == j) continue;
+    pending[j * nl + to] += 1;
+    bytes[j * nl + to] += a.count * sizeof(T);
+  }
+  for (std::size_t j = 0; j < nl; ++j) {
+    const coll_args& a = p.rank[j].args;
+    const int from = a.recv_peer == no_peer ? -1 : g.local_index(a.recv_peer);
+    if (from < 0 || static_cast<std::size_t>(from) == j) continue;
+    const std::size_t k = static_cast<std::size_t>(from) * nl + j;
+    if (pending[k] <= 0)
+      return "rank " + std::to_string(a.rank) + " receives from rank " + std::to_string(a.recv_peer) +
+             ", which sends to it neither in this call nor before: ranks of one GPU launch their i-th calls together, so "
+             "it waits for a call that cannot start until this one ends. Make the send and the receive of each pair "
+             "the same call: send_recv(comm, send, recv, count, send_peer, recv_peer, stream)";
+    pending[k] -= 1;
+    bytes[k] -= std::min<std::uint64_t>(bytes[k], a.count * sizeof(T));
+  }
+  for (std::size_t k = 0; k < nl * nl; ++k)
+    if (pending[k] > 0 && bytes[k] > capacity)
+      return "rank " + std::to_string(g.ranks[k / nl]) + " sends " + std::to_string(bytes[k]) + " bytes to rank " +
+             std::to_string(g.ranks[k % nl]) + " that it does not receive in this call, more than the connection holds (" +
+             std::to_string(capacity) + " bytes): ranks of one GPU launch their i-th calls together, so the sender "
+             "would wait for a receive that cannot start until this call ends. Make the send and the receive of each "
+             "pair the same call: send_recv(comm, send, recv, count, send_peer, recv_peer, stream)";
+  g.p2p_pending = std::move(pending);
+  g.p2p_pending_bytes = std::move(bytes);
+  return {};
 }
 }  // namespace launch_detail
 
@@ -184,20 +233,21 @@ void launch_on(world& w, int rank, coll_args a, const T* in, T* out, Op op, cuda
     cudaError_t e = cudaSuccess;
     for (int j = 0; j < nlocal && e == cudaSuccess; ++j)
       if (j != li) e = cudaStreamWaitEvent(stream, g.ready[static_cast<std::size_t>(j)], 0);
-    if (e == cudaSuccess) {
-      params_t p;
-      std::memcpy(static_cast<void*>(&p), g.params.data(), sizeof p);
+    params_t p;
+    std::memcpy(static_cast<void*>(&p), g.params.data(), sizeof p);
+    if constexpr (std::is_same_v<K, kind::send_recv>) result = launch_detail::check_p2p_launch(w, g, p);
+    if (e == cudaSuccess && result.empty()) {
       p.h = w.handle<Handle>(rank);
       p.nlocal = nlocal;
       e = launch_detail::enqueue_kernel<K, Algo, Tuning>(w, p, w.opts().cooperative, stream);
     }
-    if (e == cudaSuccess) e = cudaEventRecord(g.done, stream);
+    if (e == cudaSuccess && result.empty()) e = cudaEventRecord(g.done, stream);
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
       result = std::string("the launch for the ranks of GPU ") + std::to_string(device) + " failed: " + cudaGetErrorString(e);
       if (e == cudaErrorStreamCaptureIsolation || e == cudaErrorStreamCaptureUnjoined ||
           e == cudaErrorStreamCaptureInvalidated || e == cudaErrorStreamCaptureUnmatched)
-        result += " (ranks that share a GPU must be captured into one graph: fork every rank's stream from one capturing stream)";
+        result += " (ranks that share a GPU must be captured into one graph: gpu::capture_group)";
     }
   }
   g.result = result;

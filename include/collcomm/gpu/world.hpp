@@ -207,6 +207,10 @@ class world {
     std::vector<cudaEvent_t> ready;            // (local rank): recorded on its stream when it arrived
     cudaEvent_t done = nullptr;                // recorded after the kernel, on the launching stream
     std::string result;                        // the last launch's error ("" if it was enqueued)
+    // send_recv between ranks of this GPU: (src, dst) local indices, messages sent in earlier
+    // launches and not yet received, and their bytes (gpu/launch.hpp, check_p2p_launch).
+    std::vector<std::int64_t> p2p_pending;
+    std::vector<std::uint64_t> p2p_pending_bytes;
     int local_index(int rank) const {
       for (std::size_t i = 0; i < ranks.size(); ++i)
         if (ranks[i] == rank) return static_cast<int>(i);
@@ -316,6 +320,8 @@ class world {
       for (int r = 0; r < n; ++r)
         if (device_of(r) == d) g->ranks.push_back(r);
       g->present.assign(g->ranks.size(), 0);
+      g->p2p_pending.assign(g->ranks.size() * g->ranks.size(), 0);
+      g->p2p_pending_bytes.assign(g->ranks.size() * g->ranks.size(), 0);
       detail::device_guard guard(d);
       g->ready.resize(g->ranks.size(), nullptr);
       for (auto& e : g->ready) detail::cuda_check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "gpu::world: cudaEventCreate");

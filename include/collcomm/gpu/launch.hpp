@@ -11,7 +11,7 @@
 // at once or an error — and records an event that the others' streams wait for. The ranks of a GPU
 // therefore meet on the host once per call (bounded by the timeout, naming who did not come).
 // To capture such calls into a CUDA graph, put every rank's stream of a GPU into one capture (fork
-// them from one capturing stream: gpu::capture_group in gpu/communicator.hpp). launch_mode::per_rank
+// them from one capturing stream: gpu::capture_group in gpu/capture.hpp). launch_mode::per_rank
 // launches each rank alone, for a world with one rank per GPU.
 #pragma once
 

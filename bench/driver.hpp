@@ -60,11 +60,11 @@ inline std::string text(const char* format, ...) {
 }
 
 // A CUDA runtime call that must succeed; else die() naming the call and CUDA's error.
-#define COLLCOMM_BENCH_CUDA(call)                                                                  \
-  do {                                                                                           \
-    const cudaError_t collcomm_bench_error_ = (call);                                           \
-    if (collcomm_bench_error_ != cudaSuccess)                                                    \
-      ::collcomm_bench::die(std::string(#call) + ": " + cudaGetErrorString(collcomm_bench_error_)); \
+#define COLLCOMM_BENCH_CUDA(call)                                                                    \
+  do {                                                                                               \
+    const cudaError_t collcomm_bench_error_ = (call);                                                \
+    if (collcomm_bench_error_ != cudaSuccess)                                                        \
+      ::collcomm_bench::die(std::string(#call) + ": " + cudaGetErrorString(collcomm_bench_error_));  \
   } while (0)
 
 // ---------------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@
 // collcomm's (DESIGN.md, "Measuring": the peers' columns in the same process). NCCL is not a
 // dependency of collcomm: the bench compiles against nccl.h for the types only and dlopen()s
 // libnccl.so.2 when asked — from $COLLCOMM_NCCL_LIB if set, else the loader's search path (the
-// GPU machines have it inside PyTorch's wheels: bench/run_device.sh finds it). NVLink multicast
+// GPU machines have it inside PyTorch's wheels: bench/scripts/common.sh finds it). NVLink multicast
 // (NVLS) is switched off before NCCL starts, whatever the environment says: it may put a shared
 // GPU out of service.
 //

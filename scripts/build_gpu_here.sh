@@ -1,10 +1,11 @@
 #!/bin/bash
 # Builds the GPU tests, the bench and the GPU demo with nvcc on a machine WITHOUT a GPU, into
 # .deps/bin, so that a device session spends its time running, not compiling: pass
-# `carry: [".deps/bin"]` to the device tool and run bench/run_device.sh there.
+# `carry: [".deps/bin"]` to the device tool and run the scripts of bench/scripts/ there (each
+# says which binaries it needs). The bench programs are CMake targets too (COLLCOMM_BUILD_BENCH).
 # doctest is taken from .deps/doctest (copy /usr/include/doctest there: the device has none).
 #   scripts/build_gpu_here.sh test_gpu_collectives test_gpu_api bench example test_gpu_mp bench_mp
-#   scripts/build_gpu_here.sh test_gpu_pcie bench_pcie      (transport::pcie; bench/run_device_pcie.sh runs them)
+#   scripts/build_gpu_here.sh test_gpu_pcie bench_pcie      (transport::pcie; bench/scripts/pcie_staged.sh runs them)
 set -e
 cd "$(dirname "$0")/.."
 [ -d .deps/doctest ] || { mkdir -p .deps && cp -r /usr/include/doctest .deps/; }

@@ -1,9 +1,7 @@
 // bench/compile_cost/one_composition.cu — the smallest program a user of collcomm's GPU executor
 // writes: one composition (ring all_reduce of f32 with sum over nvlink among ranks of one GPU).
-// bench/compile_cost.sh compiles it and reports the compile time and the binary's size.
-#include <collcomm/algo/ring.hpp>
-#include <collcomm/collectives.hpp>
-#include <collcomm/transport/nvlink.hpp>
+// bench/scripts/compile_cost.sh compiles it and reports the compile time and the binary's size.
+#include <collcomm/gpu.hpp>
 
 #include <cstdio>
 #include <thread>

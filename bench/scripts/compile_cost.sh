@@ -2,10 +2,10 @@
 # Compile time and binary size of collcomm compositions (DESIGN: beat NCCL on both). Compiles
 # bench/compile_cost/one_composition.cu (one composition) and examples/02_all_reduce_gpu.cu (four)
 # with nvcc -O3 -arch=sm_90, one at a time; prints wall seconds and the executable's bytes
-# beside libnccl.so.2's size, where found.
-#   bench/compile_cost.sh
+# beside libnccl.so.2's size, where found. Runs anywhere nvcc is (no GPU needed).
+#   bash bench/scripts/compile_cost.sh
 set -eu
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 F="-std=c++20 -O3 -arch=sm_90 --expt-relaxed-constexpr -Iinclude -Itests -I/usr/local/cuda/include/cccl"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -1,0 +1,42 @@
+# bench/scripts/common.sh — sourced by the other scripts here (not run on its own): where the
+# binaries are, the record of the machine and commit a run used, and one collcomm_bench line.
+#
+# Every script runs from the repository root on the GPU machine and writes its logs under the OUT
+# directory it is given. The binaries come from BIN (default .deps/bin: built on a machine
+# without a GPU by `scripts/build_gpu_here.sh` and carried to the device; a CMake build puts the
+# bench programs in build-bench/bench: BIN=build-bench/bench).
+BIN=${BIN:-.deps/bin}
+export CUDA_MODULE_LOADING=EAGER
+export PATH=$PATH:/usr/local/nvidia/bin  # nvidia-smi and nvidia-cuda-mps-control on the GPU machines
+
+# record_env OUT: the GPUs, the commit and the tree's uncommitted changes, into OUT/env.txt.
+record_env() {
+  mkdir -p "$1"
+  {
+    nvidia-smi --format=csv \
+      --query-gpu=name,driver_version,memory.total,clocks.max.sm,pcie.link.gen.current,pcie.link.width.current
+    git log -1 --format='commit %H %s'
+    git status --short | head -20
+  } > "$1/env.txt" 2>&1
+}
+
+# find_nccl: exports COLLCOMM_NCCL_LIB for collcomm_bench --nccl (bench/nccl_peer.hpp) unless set:
+# the GPU machines have libnccl.so.2 inside PyTorch's wheels. NVLink multicast stays off.
+find_nccl() {
+  if [[ -z ${COLLCOMM_NCCL_LIB:-} ]]; then
+    local where='import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))'
+    COLLCOMM_NCCL_LIB=$(python3 -c "$where" 2>/dev/null || true)
+    [[ -f $COLLCOMM_NCCL_LIB ]] || COLLCOMM_NCCL_LIB=$(find / -xdev -name 'libnccl.so.2' 2>/dev/null | head -1)
+    export COLLCOMM_NCCL_LIB
+  fi
+  export NCCL_NVLS_ENABLE=0
+}
+
+# bench ARGS...: one collcomm_bench run under a time limit of T seconds (default 60), preceded by
+# its command line and followed by its exit status and seconds, as the logs in bench/results show.
+bench() {
+  echo "\$ collcomm_bench $*"
+  local t0=$SECONDS
+  timeout "${T:-60}" "$BIN/collcomm_bench" "$@"
+  echo "# exit $? ($((SECONDS - t0)) s)"
+}

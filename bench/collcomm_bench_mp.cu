@@ -1,5 +1,5 @@
 // collcomm_bench_mp — collcomm_bench's figures with ranks as PROCESSES on one GPU
-// (transport::nvlink over CUDA IPC, gpu::world::join; or, with -T pcie, transport::pcie staged
+// (transport::nvlink over CUDA IPC, gpu::join_world; or, with -T pcie, transport::pcie_staged
 // through POSIX shared memory registered with cudaHostRegister). Run it plainly and it re-executes
 // itself as -n ranks (torchrun-style variables, bootstrap::from_env); under torchrun or mpirun
 // (RANK / WORLD_SIZE already set) it is one rank. Several processes on one GPU need MPS to be fast.
@@ -51,7 +51,7 @@ namespace {
 using namespace collcomm;
 namespace bench = collcomm_bench;
 using nvcomm = communicator<transport::nvlink>;
-using pcomm = communicator<transport::pcie>;
+using pcomm = communicator<transport::pcie_staged>;
 
 struct mp_settings : bench::settings {
   std::string transport = "nvlink";
@@ -123,7 +123,7 @@ int run(const mp_settings& st) {
     o.timeout = std::chrono::seconds(60);
     if (A::needs_direct) o.window_bytes = std::max<std::size_t>(o.window_bytes, (st.max_bytes + 255) / 256 * 256);
     if (pcie) o.window_bytes = 0;  // staged: no window (and the option is not used)
-    gpu::preload<K, A, float, Op>();
+    gpu::preload<K, A, float, Op, kernels::tuning<>, typename Comm::transport_type>();
     double copy_bw = 0;
     bench::pinned_bandwidth pinned{};
     if (me == 0) {
@@ -258,7 +258,8 @@ int run_algo(const mp_settings& st) {
   if (st.algo == "ring") return run<K, algo::ring, Comm>(st);
   if constexpr (std::is_same_v<K, kind::all_reduce> || std::is_same_v<K, kind::broadcast>)
     if (st.algo == "tree") return run<K, algo::tree, Comm>(st);
-  if constexpr (std::is_same_v<K, kind::all_reduce>) {
+  // Direct algorithms load peers' buffers: not over pcie_staged (they do not compile there).
+  if constexpr (std::is_same_v<K, kind::all_reduce> && Comm::transport_type::load_store) {
     if (st.algo == "one_shot") return run<K, algo::one_shot, Comm>(st);
     if (st.algo == "two_shot") return run<K, algo::two_shot, Comm>(st);
   }

@@ -1,4 +1,4 @@
-// collcomm_bench_pcie — transport::pcie's staged path timed in the nccl-tests mould, next to the
+// collcomm_bench_pcie — transport::pcie_staged timed in the nccl-tests mould, next to the
 // pinned host<->device copy bandwidth measured in the same run.
 //
 //   collcomm_bench_pcie [-k all|all_reduce|all_gather|reduce_scatter|broadcast] [-r ranks]
@@ -100,8 +100,8 @@ void run_kind(gpu::world& w, const pcie_settings& st, double h2d, double d2h) {
         std::vector<float> host(max_elems);
         for (std::size_t i = 0; i < max_elems; ++i) host[i] = input_value(r, static_cast<index_t>(i));
         COLLCOMM_BENCH_CUDA(cudaMemcpy(in, host.data(), max_elems * sizeof(float), cudaMemcpyHostToDevice));
-        gpu::preload<K, algo::ring, float, Op>();
-        communicator<transport::pcie> comm(w, r);
+        gpu::preload<K, algo::ring, float, Op, kernels::tuning<>, transport::pcie_staged>();
+        communicator<transport::pcie_staged> comm(w, r);
         bench::event_timer timer;  // rank 0's
         for (std::size_t bytes : sizes) {
           const index_t count = bench::count_for<K>(bytes, sizeof(float), n);

@@ -25,6 +25,7 @@
 #include <collcomm/kinds.hpp>
 #include <collcomm/transport/tags.hpp>
 
+#include <concepts>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,6 +34,16 @@ COLLCOMM_NAMESPACE_BEGIN
 
 template <class Transport>
 class communicator;  // specialized per transport
+
+// What the host API (collectives.hpp) needs of a communicator: its transport, its rank and size,
+// and run<K, Algo>(...) (above). Satisfied by communicator<host_shm> (below) and by the GPU
+// executor's communicator<Tr> (gpu/communicator.hpp), which adds a stream_type.
+template <class C>
+concept communicator_like = requires(const C& c) {
+  typename C::transport_type;
+  { c.rank() } -> std::convertible_to<int>;
+  { c.size() } -> std::convertible_to<int>;
+};
 
 template <>
 class communicator<transport::host_shm> {
@@ -118,5 +129,7 @@ class communicator<transport::host_shm> {
   host::world* w_;
   int rank_;
 };
+
+static_assert(communicator_like<communicator<transport::host_shm>>);
 
 COLLCOMM_NAMESPACE_END

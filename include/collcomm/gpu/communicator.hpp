@@ -183,4 +183,6 @@ class communicator<Tr> {
   int rank_;
 };
 
+static_assert(communicator_like<communicator<transport::nvlink>> && communicator_like<communicator<transport::pcie_staged>>);
+
 COLLCOMM_NAMESPACE_END

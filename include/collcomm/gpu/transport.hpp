@@ -10,8 +10,8 @@
 //
 // A world's placement (options::connections) is fixed when it is made; a communicator checks
 // that its transport's placement is the world's. nvlink picks between its two handles from the
-// world at each launch (gpu::world::scope_is_device, fixed at set-up): a composition over nvlink
-// compiles a kernel for each, the others one.
+// world at each launch (handle_index: gpu::world::scope_is_device, fixed at set-up): a
+// composition over nvlink compiles a kernel for each, the others one.
 #pragma once
 
 #include <collcomm/gpu/launch.hpp>
@@ -37,29 +37,19 @@ template <>
 struct transport_traits<transport::nvlink> {
   static constexpr placement connections = placement::device;
   using handles = handle_list<transport::nvlink_handle<transport::scope_device>, transport::nvlink_handle<transport::scope_system>>;
-  template <class F>
-  static void with_handle(const world& w, F&& f) {
-    if (w.scope_is_device()) f.template operator()<transport::nvlink_handle<transport::scope_device>>();
-    else f.template operator()<transport::nvlink_handle<transport::scope_system>>();
-  }
+  static int handle_index(const world& w) { return w.scope_is_device() ? 0 : 1; }
 };
 template <>
 struct transport_traits<transport::pcie> {
   static constexpr placement connections = placement::device;
   using handles = handle_list<transport::pcie_handle>;
-  template <class F>
-  static void with_handle(const world&, F&& f) {
-    f.template operator()<transport::pcie_handle>();
-  }
+  static int handle_index(const world&) { return 0; }
 };
 template <>
 struct transport_traits<transport::pcie_staged> {
   static constexpr placement connections = placement::host;
   using handles = handle_list<transport::pcie_staged_handle>;
-  template <class F>
-  static void with_handle(const world&, F&& f) {
-    f.template operator()<transport::pcie_staged_handle>();
-  }
+  static int handle_index(const world&) { return 0; }
 };
 
 template <class Tr>
@@ -67,25 +57,35 @@ concept gpu_transport = transport_tag<Tr> && requires {
   { transport_traits<Tr>::connections } -> std::convertible_to<placement>;
 };
 
-// Enqueues rank `rank`'s part of collective K over transport Tr on `stream` (gpu/launch.hpp).
+namespace launch_detail {
+template <class K, class Algo, class Tuning, class T, class Op, class... Handles>
+void launch_handle(handle_list<Handles...>, int index, world& w, int rank, const coll_args& a, const T* in, T* out,
+                   const Op& op, cudaStream_t stream, void* stage) {
+  int i = 0;
+  (void)((i++ == index ? (launch_on<K, Algo, Tuning, Handles>(w, rank, a, in, out, op, stream, stage), true) : false) || ...);
+}
+}  // namespace launch_detail
+
+// Enqueues rank `rank`'s part of collective K over transport Tr on `stream` (gpu/launch.hpp), its
+// kernels taking the device handle the world was made for (transport_traits<Tr>::handle_index).
 template <class K, class Algo, class Tuning = kernels::tuning<>, gpu_transport Tr = transport::nvlink, class T, class Op>
 void launch(world& w, int rank, coll_args a, const T* in, T* out, Op op, cudaStream_t stream, void* stage = nullptr) {
-  transport_traits<Tr>::with_handle(w, [&]<class Handle>() {
-    launch_on<K, Algo, Tuning, Handle>(w, rank, a, in, out, op, stream, stage);
-  });
+  launch_detail::launch_handle<K, Algo, Tuning>(typename transport_traits<Tr>::handles{}, transport_traits<Tr>::handle_index(w),
+                                                w, rank, a, in, out, op, stream, stage);
 }
 
-// Loads the kernels of a composition (every device handle of Tr) on the current device. With
-// CUDA's lazy loading, the first launch of a kernel may wait for every kernel running on the
-// device — and a peer rank's kernel spins until this rank's kernel runs: a deadlock until the
-// timeout. Preload every composition a rank will use before its peers launch (or run with
-// CUDA_MODULE_LOADING=EAGER).
 namespace launch_detail {
 template <class K, class Algo, class T, class Op, class Tuning, class... Handles>
 void preload_all(handle_list<Handles...>) {
   (preload_kernel<K, Algo, T, Op, Tuning, Handles>(), ...);
 }
 }  // namespace launch_detail
+
+// Loads the kernels of a composition (every device handle of Tr) on the current device. With
+// CUDA's lazy loading, the first launch of a kernel may wait for every kernel running on the
+// device — and a peer rank's kernel spins until this rank's kernel runs: a deadlock until the
+// timeout. Preload every composition a rank will use before its peers launch (or run with
+// CUDA_MODULE_LOADING=EAGER).
 template <class K, class Algo, class T, class Op, class Tuning = kernels::tuning<>, gpu_transport Tr = transport::nvlink>
 void preload() {
   launch_detail::preload_all<K, Algo, T, Op, Tuning>(typename transport_traits<Tr>::handles{});

@@ -128,7 +128,10 @@ struct ll_fifo {
 
   // The one body behind every FIFO primitive, as simple_fifo::step: value = (op over received) op
   // load(src); post if fin; store dst; send to each of `to`.
-  __device__ static void step(State& c, peers from, const buf_ref* src, const buf_ref* dst, peers to, index_t n,
+  // Not inlined into the schedule: nvcc 13.0's device optimizer (cicc) crashes inlining many
+  // steps into some schedules (tree all_reduce of bf16); a call per step costs nothing measurable
+  // beside the data it moves (bench/RESULTS.md).
+  __device__ __noinline__ static void step(State& c, peers from, const buf_ref* src, const buf_ref* dst, peers to, index_t n,
                               bool fin) {
     if (n == 0) return;
     __shared__ int clean;  // bit k: the slot towards to.rank[k] is rewritten whole (see "Epochs")

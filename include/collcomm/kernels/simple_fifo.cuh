@@ -32,7 +32,10 @@ struct simple_fifo {
 
   // The one body behind every FIFO primitive: value = (op over received) op load(src); post if
   // fin; store dst; send to each of `to`.
-  __device__ static void step(State& c, peers from, const buf_ref* src, const buf_ref* dst, peers to, index_t n,
+  // Not inlined into the schedule: nvcc 13.0's device optimizer (cicc) crashes inlining many
+  // steps into some schedules (tree all_reduce of bf16); a call per step costs nothing measurable
+  // beside the data it moves (bench/RESULTS.md).
+  __device__ __noinline__ static void step(State& c, peers from, const buf_ref* src, const buf_ref* dst, peers to, index_t n,
                               bool fin) {
     if (n == 0) return;
     if (threadIdx.x == 0 && !*c.aborted) wait_for_connections(c, from, to, n);

@@ -128,11 +128,21 @@ struct ll_fifo {
 
   // The one body behind every FIFO primitive, as simple_fifo::step: value = (op over received) op
   // load(src); post if fin; store dst; send to each of `to`.
-  // Not inlined into the schedule: nvcc 13.0's device optimizer (cicc) crashes inlining many
-  // steps into some schedules (tree all_reduce of bf16); a call per step costs nothing measurable
-  // beside the data it moves (bench/RESULTS.md).
-  __device__ __noinline__ static void step(State& c, peers from, const buf_ref* src, const buf_ref* dst, peers to, index_t n,
+  // Elements narrower than 4 bytes take the step out of line: nvcc 13.0's device optimizer (cicc)
+  // crashes inlining many such steps into one schedule (tree all_reduce of bf16, both protocols).
+  // 4- and 8-byte elements keep the step inlined, specialized to the call's peer counts.
+  static constexpr bool out_of_line = sizeof(T) < 4;
+  __device__ static void step(State& c, peers from, const buf_ref* src, const buf_ref* dst, peers to, index_t n,
                               bool fin) {
+    if constexpr (out_of_line) step_out_of_line(c, from, src, dst, to, n, fin);
+    else step_body(c, from, src, dst, to, n, fin);
+  }
+  __device__ __noinline__ static void step_out_of_line(State& c, peers from, const buf_ref* src, const buf_ref* dst,
+                                                       peers to, index_t n, bool fin) {
+    step_body(c, from, src, dst, to, n, fin);
+  }
+  __device__ static void step_body(State& c, peers from, const buf_ref* src, const buf_ref* dst, peers to, index_t n,
+                                   bool fin) {
     if (n == 0) return;
     __shared__ int clean;  // bit k: the slot towards to.rank[k] is rewritten whole (see "Epochs")
     if (threadIdx.x == 0) clean = reserve_send_slots(c, to);

@@ -1,7 +1,7 @@
 // libFuzzer target for the bootstrap's parsers (wire messages, message streams, unique ids, the
 // environment's integers): every input must give a clean error or a valid, round-tripping value.
 // The properties are in wire_oracle.hpp (CI runs the same oracle on random inputs in
-// tests/mp/test_wire_random.cpp). Build and run: tests/fuzz/run.sh.
+// tests/bootstrap/test_wire_random.cpp). Build and run: tests/fuzz/run.sh.
 #include "wire_oracle.hpp"
 
 #include <cstdio>

@@ -1,6 +1,6 @@
 // tests/fuzz/wire_oracle.hpp — what must hold for any bytes given to the bootstrap's parsers.
 // Shared by the libFuzzer target (tests/fuzz/fuzz_wire.cpp) and the bounded random test that CI
-// runs (tests/mp/test_wire_random.cpp), so both check the same properties.
+// runs (tests/bootstrap/test_wire_random.cpp), so both check the same properties.
 //
 // check_input(data) runs every parser that reads bytes from outside the process:
 //   - wire::parse / wire::decode_header on one message: ok only for a message that re-encodes to

@@ -47,7 +47,7 @@
 // ops are exact.
 #pragma once
 
-#include <collcomm/collcomm.hpp>
+#include <collcomm/host.hpp>
 
 #include <algorithm>
 #include <bit>

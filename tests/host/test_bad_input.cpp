@@ -1,7 +1,6 @@
 // Bad input to the host API: every check names the argument and the rank, runs before any data
 // moves (outputs, poisoned first, stay untouched), and leaves the other ranks failing with a
 // timeout rather than hanging when only some ranks pass the bad argument.
-#include <collcomm/algo/one_shot.hpp>
 #include <collcomm/host.hpp>
 
 #include <doctest/doctest.h>

@@ -1,6 +1,5 @@
 // Quick real-data runs of the host executor (ring all_reduce) and its timeout, so the executor is
 // tested on its own; the full kind x algorithm x op x element matrix is test_matrix_*.cpp.
-#include <collcomm/algo/one_shot.hpp>
 #include <collcomm/host.hpp>
 
 #include <doctest/doctest.h>

@@ -8,10 +8,7 @@
 //   * nothing is left in /dev/shm afterwards.
 #include "test_host_fork.hpp"
 
-#include <collcomm/algo/one_shot.hpp>
-#include <collcomm/algo/recursive_doubling.hpp>
-#include <collcomm/algo/tree.hpp>
-#include <collcomm/algo/two_shot.hpp>
+#include <collcomm/host.hpp>
 
 #include <doctest/doctest.h>
 

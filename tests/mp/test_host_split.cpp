@@ -5,10 +5,7 @@
 // file descriptor, /dev/shm segment or mapping left behind; bad uses are errors.
 #include "test_host_fork.hpp"
 
-#include <collcomm/algo/one_shot.hpp>
-#include <collcomm/algo/recursive_doubling.hpp>
-#include <collcomm/algo/tree.hpp>
-#include <collcomm/algo/two_shot.hpp>
+#include <collcomm/host.hpp>
 
 #include <doctest/doctest.h>
 

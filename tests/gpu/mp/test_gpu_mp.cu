@@ -15,19 +15,17 @@
 // The pcie cases: every FIFO schedule of all_reduce, reduce_scatter, all_gather, broadcast, reduce
 // and all_to_all (N = 2, 3, 4, 8, in and out of place, 20 calls queued), a direct algorithm
 // refused, 1000 communicators (and their dups) made and destroyed, a rank SIGKILLed mid-call, and
-// a small run without MPS. NOT YET RUN ON A GPU when written (2026-12-03).
+// a small run without MPS.
 // Inputs are fresh random each run (the seed is printed), outputs poisoned, every element
-// checked against tests/common/exact_reference.hpp.
+// checked against tests/common/exact_reference.hpp (tests/gpu/check_outputs.hpp).
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
 #include <collcomm/bootstrap/env.hpp>
-#include <collcomm/collcomm.hpp>
-#include <collcomm/collectives.hpp>
-#include <collcomm/transport/nvlink.hpp>
-#include <collcomm/transport/pcie.hpp>
+#include <collcomm/gpu.hpp>
 #include <common/exact_reference.hpp>
 #include <common/matrix.hpp>
+#include <gpu/check_outputs.hpp>
 
 #include <cuda_runtime.h>
 
@@ -56,6 +54,8 @@ extern char** environ;
 using namespace collcomm;
 using namespace collcomm_test;
 using namespace std::chrono_literals;
+using collcomm_gpu_test::call_buffers;
+using collcomm_gpu_test::layout_of;
 using nvcomm = communicator<transport::nvlink>;
 using pcomm = communicator<transport::pcie>;
 
@@ -183,13 +183,13 @@ void report(const char* fmt, ...) {
 
 std::uint64_t env_u64(const char* name) { return std::strtoull(std::getenv(name), nullptr, 10); }
 
-// In place: where the input sits in the output (elements); reduce_scatter's output sits in its
-// input instead (block `rank`), handled by run_case.
-template <class K>
-long in_place_offset(index_t count, int rank) {
-  if constexpr (std::is_same_v<K, kind::all_gather>) return static_cast<long>(rank * count);
-  else if constexpr (std::is_same_v<K, kind::reduce_scatter>) return -2;  // output inside the input
-  else return 0;  // all_reduce, broadcast, reduce
+// The seed of the next case: splitmix64 of the previous seed + 1, so that every case of a run
+// draws its own inputs and the run replays from its first seed.
+std::uint64_t next_seed(std::uint64_t s) {
+  std::uint64_t x = s + 1 + 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
 }
 
 template <class K, class A, class T, class Op, class Comm>
@@ -201,40 +201,6 @@ void call(Comm& comm, const T* in, T* out, index_t count, int root, Op op, cudaS
   else if constexpr (std::is_same_v<K, kind::reduce>) reduce<A>(comm, in, out, count, op, root, s);
   else if constexpr (std::is_same_v<K, kind::all_to_all>) all_to_all<A>(comm, in, out, count, s);
   else static_assert(sizeof(K) == 0, "kind not covered by call");
-}
-
-// Every output element of every queued call against its reference: "" or the first mismatch.
-template <class K, class T>
-std::string check_outputs(const std::vector<std::vector<std::optional<std::vector<T>>>>& expect, const std::vector<T*>& outs, int me, index_t count,
-                          bool in_place, index_t out_n, index_t out_alloc) {
-  const int queued = static_cast<int>(outs.size());
-  const bool rs_ip = in_place && std::is_same_v<K, kind::reduce_scatter>;
-  std::string err;
-  T poison;
-  std::memset(&poison, 0xA5, sizeof(T));
-  std::vector<T> got(out_alloc + 1);
-  for (int q = 0; q < queued && err.empty(); ++q) {
-    CK(cudaMemcpy(got.data(), outs[q], (out_alloc + 1) * sizeof(T), cudaMemcpyDeviceToHost));
-    const index_t off = rs_ip ? me * count : 0;
-    std::ostringstream m;
-    if (expect[q][me]) {
-      const auto& ex = *expect[q][me];
-      for (index_t i = 0; i < static_cast<index_t>(ex.size()); ++i)
-        if (!same_bits(got[off + i], ex[i])) {
-          m << "call " << q << " element " << i << ": got " << show(got[off + i]) << " expected " << show(ex[i]);
-          break;
-        }
-    } else if (!in_place) {  // no output here (reduce's non-roots): it must stay poisoned
-      for (index_t i = 0; i < out_n; ++i)
-        if (!same_bits(got[i], poison)) {
-          m << "call " << q << " non-significant output element " << i << " was written";
-          break;
-        }
-    }
-    if (!same_bits(got[out_alloc], poison)) m << "call " << q << " wrote past the end of its output";
-    err = m.str();
-  }
-  return err;
 }
 
 // One case on this rank: `queued` calls back to back on the stream (each its own buffers),
@@ -250,8 +216,9 @@ std::string run_case(Comm& comm, bootstrap::tcp& boot, cudaStream_t s, index_t c
   base.nranks = n;
   base.count = count;
   base.root = root;
-  const index_t in_n = input_elems<K>(base), out_n = output_elems<K>(base);
+  const index_t in_n = input_elems<K>(base);
   const Op op{};
+  const case_config c{n, count, root, in_place};
   std::vector<std::vector<std::vector<T>>> x(static_cast<std::size_t>(queued));
   std::vector<std::vector<std::optional<std::vector<T>>>> expect;
   for (int q = 0; q < queued; ++q) {
@@ -259,26 +226,19 @@ std::string run_case(Comm& comm, bootstrap::tcp& boot, cudaStream_t s, index_t c
     x[q].assign(static_cast<std::size_t>(n), std::vector<T>(in_n));
     for (int r = 0; r < n; ++r)
       for (index_t i = 0; i < in_n; ++i) x[q][r][i] = random_value<T, Op>(g, n, r, i);
-    expect.push_back(reference<K>(x[q], case_config{n, count, root, in_place}, op));
+    expect.push_back(reference<K>(x[q], c, op));
   }
-  const bool rs_ip = in_place && std::is_same_v<K, kind::reduce_scatter>;
-  const long ip = in_place ? in_place_offset<K>(count, me) : -1;
-  const index_t out_alloc = rs_ip ? in_n : out_n;
-  std::vector<T*> ins(queued), outs(queued);
-  for (int q = 0; q < queued; ++q) {
-    CK(cudaMalloc(&outs[q], (out_alloc + 1) * sizeof(T)));
-    if (in_place) ins[q] = outs[q] + (rs_ip ? 0 : ip);
-    else CK(cudaMalloc(&ins[q], (in_n + 1) * sizeof(T)));
-  }
+  std::vector<call_buffers<T>> bufs;  // freed on return, after the last barrier
+  for (int q = 0; q < queued; ++q) bufs.emplace_back(layout_of<K>(c, me));
   auto prepare = [&] {  // poisoned outputs, then the inputs (in place: inside the outputs)
     for (int q = 0; q < queued; ++q) {
-      CK(cudaMemset(outs[q], 0xA5, (out_alloc + 1) * sizeof(T)));
-      CK(cudaMemcpy(ins[q], x[q][me].data(), in_n * sizeof(T), cudaMemcpyHostToDevice));
+      bufs[q].prepare(x[q][me]);
+      if (!bufs[q].error().empty()) throw std::runtime_error("call " + std::to_string(q) + ": " + bufs[q].error());
     }
     CK(cudaDeviceSynchronize());
   };
   auto enqueue = [&] {
-    for (int q = 0; q < queued; ++q) call<K, A>(comm, ins[q], rs_ip ? outs[q] + me * count : outs[q], count, root, op, s);
+    for (int q = 0; q < queued; ++q) call<K, A>(comm, bufs[q].input(), bufs[q].output(), count, root, op, s);
   };
   std::string err;
   cudaGraphExec_t exec = nullptr;
@@ -313,14 +273,10 @@ std::string run_case(Comm& comm, bootstrap::tcp& boot, cudaStream_t s, index_t c
       }
     }
     boot.barrier();
-    if (err.empty()) err = check_outputs<K, T>(expect, outs, me, count, in_place, out_n, out_alloc);
+    for (int q = 0; q < queued && err.empty(); ++q) err = bufs[q].check(expect[q][me], "call " + std::to_string(q));
     if (!err.empty() && exec) err = "replay " + std::to_string(round) + ": " + err;
   }
   if (exec) cudaGraphExecDestroy(exec);
-  for (int q = 0; q < queued; ++q) {
-    if (!in_place) cudaFree(ins[q]);
-    cudaFree(outs[q]);
-  }
   return err;
 }
 
@@ -342,7 +298,7 @@ int scenario_matrix(bootstrap::tcp& boot, int queued, std::vector<index_t> count
       for (index_t count : counts)
         for (int place = 0; place < (supports_in_place<A> ? 2 : 1); ++place) {
           const int root = K::rooted ? static_cast<int>(count % n) : 0;
-          seed = host::detail::mix64(seed + 1);
+          seed = next_seed(seed);
           const std::string e = run_case<K, A, T, Op>(comm, boot, s, count, place == 1, root, queued, seed, replays);
           ++cases;
           if (!e.empty()) {
@@ -407,7 +363,7 @@ int scenario_pcie_matrix(bootstrap::tcp& boot, int queued, std::vector<index_t> 
       for (index_t count : counts)
         for (int place = 0; place < (has_in_place<K> && supports_in_place<A> ? 2 : 1); ++place) {
           const int root = K::rooted ? static_cast<int>(count % n) : 0;
-          seed = host::detail::mix64(seed + 1);
+          seed = next_seed(seed);
           const std::string e = run_case<K, A, float, Op>(comm, boot, s, count, place == 1, root, queued, seed);
           ++cases;
           if (!e.empty()) {
@@ -460,56 +416,46 @@ int scenario_mixed(bootstrap::tcp& boot) {
   std::uint64_t seed = env_u64("COLLCOMM_TEST_SEED");
   for (index_t count : {static_cast<index_t>(n + 1), index_t{1031}, index_t{250007}}) {
     const int q = static_cast<int>(plan.size());
-    std::vector<std::vector<std::vector<float>>> x(q);
-    std::vector<float*> ins(q), outs(q);
-    std::vector<index_t> out_n(q);
+    const case_config cfg{n, count, 0, false};
+    std::vector<std::optional<std::vector<float>>> expect(q);  // this rank's output of each call
+    std::vector<call_buffers<float>> bufs;  // freed at the end of this count, after the last barrier
     for (int c = 0; c < q; ++c) {
-      seed = host::detail::mix64(seed + 1);
+      seed = next_seed(seed);
       std::mt19937_64 g(seed);
       const bool ag = plan[c] == 4;
-      x[c].assign(static_cast<std::size_t>(n), std::vector<float>(count));
+      std::vector<std::vector<float>> x(static_cast<std::size_t>(n), std::vector<float>(count));
       for (int r = 0; r < n; ++r)
-        for (index_t i = 0; i < count; ++i) x[c][r][i] = ag ? static_cast<float>(g() % 2001) - 1000.0f : random_value<float, op::sum>(g, n, r, i);
-      out_n[c] = ag ? count * n : count;
-      CK(cudaMalloc(&ins[c], count * sizeof(float)));
-      CK(cudaMalloc(&outs[c], (out_n[c] + 1) * sizeof(float)));
-      CK(cudaMemset(outs[c], 0xA5, (out_n[c] + 1) * sizeof(float)));
-      CK(cudaMemcpy(ins[c], x[c][me].data(), count * sizeof(float), cudaMemcpyHostToDevice));
+        for (index_t i = 0; i < count; ++i)
+          x[r][i] = ag ? static_cast<float>(g() % 2001) - 1000.0f : random_value<float, op::sum>(g, n, r, i);
+      expect[c] = ag ? reference<kind::all_gather>(x, cfg, op::none{})[me]
+                     : reference<kind::all_reduce>(x, cfg, op::sum{})[me];
+      bufs.emplace_back(ag ? layout_of<kind::all_gather>(cfg, me) : layout_of<kind::all_reduce>(cfg, me));
+      bufs[c].prepare(x[me]);  // poisoned output, then the input
+      if (!bufs[c].error().empty()) throw std::runtime_error("call " + std::to_string(c) + ": " + bufs[c].error());
     }
     CK(cudaDeviceSynchronize());
     boot.barrier();
     std::string err;
     try {
-      for (int c = 0; c < q; ++c) switch (plan[c]) {
-          case 0: all_reduce<algo::one_shot>(comm, ins[c], outs[c], count, op::sum{}, s); break;
-          case 1: all_reduce<algo::two_shot>(comm, ins[c], outs[c], count, op::sum{}, s); break;
-          case 2: all_reduce<algo::ring>(comm, ins[c], outs[c], count, op::sum{}, s); break;
-          case 3: all_reduce<algo::tree>(comm, ins[c], outs[c], count, op::sum{}, s); break;
-          default: all_gather<algo::direct>(comm, ins[c], outs[c], count, s); break;
+      for (int c = 0; c < q; ++c) {
+        const float* in = bufs[c].input();
+        float* out = bufs[c].output();
+        switch (plan[c]) {
+          case 0: all_reduce<algo::one_shot>(comm, in, out, count, op::sum{}, s); break;
+          case 1: all_reduce<algo::two_shot>(comm, in, out, count, op::sum{}, s); break;
+          case 2: all_reduce<algo::ring>(comm, in, out, count, op::sum{}, s); break;
+          case 3: all_reduce<algo::tree>(comm, in, out, count, op::sum{}, s); break;
+          default: all_gather<algo::direct>(comm, in, out, count, s); break;
         }
+      }
       CK(cudaStreamSynchronize(s));
       comm.check();
     } catch (const std::exception& e) {
       err = e.what();
     }
     boot.barrier();
-    std::vector<float> got;
-    for (int c = 0; c < q && err.empty(); ++c) {
-      got.resize(out_n[c] + 1);
-      CK(cudaMemcpy(got.data(), outs[c], (out_n[c] + 1) * sizeof(float), cudaMemcpyDeviceToHost));
-      for (index_t i = 0; i < out_n[c] && err.empty(); ++i) {
-        float want = 0;
-        if (plan[c] == 4) want = x[c][i / count][i % count];
-        else
-          for (int r = 0; r < n; ++r) want += x[c][r][i];  // small integers: exact in any order
-        if (got[i] != want) err = "call " + std::to_string(c) + " (plan " + std::to_string(plan[c]) + ") element " + std::to_string(i) + ": got " +
-                                  std::to_string(got[i]) + " expected " + std::to_string(want);
-      }
-      std::uint32_t tail;
-      std::memcpy(&tail, &got[out_n[c]], 4);
-      if (err.empty() && tail != 0xA5A5A5A5u) err = "call " + std::to_string(c) + " wrote past its output";
-    }
-    for (int c = 0; c < q; ++c) cudaFree(ins[c]), cudaFree(outs[c]);
+    for (int c = 0; c < q && err.empty(); ++c)
+      err = bufs[c].check(expect[c], "call " + std::to_string(c) + " (plan " + std::to_string(plan[c]) + ")");
     if (!err.empty()) {
       ++failures;
       report("FAIL mixed n=%d count=%lld: %s", n, static_cast<long long>(count), err.c_str());

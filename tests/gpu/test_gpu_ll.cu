@@ -45,7 +45,7 @@ void run_all_schedules(int n) {
 // Sets every message count of the world (each rank's send and receive counts, every connection's
 // head and tail) to `m`, as if m messages had moved on every connection. No kernel may run.
 void set_message_counts(gpu::world& w, std::uint64_t m) {
-  const transport::nvlink_device_handle h = w.handle(0);
+  const transport::handle_fields h = w.fields(0);
   const std::size_t nconn = static_cast<std::size_t>(h.nchannels) * h.nranks * h.nranks;
   std::vector<transport::fifo_view> table(nconn);
   REQUIRE_EQ(cudaMemcpy(table.data(), h.fifos, sizeof(transport::fifo_view) * nconn, cudaMemcpyDeviceToHost), cudaSuccess);

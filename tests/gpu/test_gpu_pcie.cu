@@ -2,7 +2,7 @@
 // (gpu::placement::host), forced on the one GPU of the test machine so that every message goes
 // GPU -> host -> GPU over PCIe. Every FIFO schedule of every kind, N = 1, 2, 3, 4, 8 ranks,
 // counts that do not divide evenly, in and out of place, 20 calls queued, the ll protocol, the
-// host API through communicator<transport::pcie>, direct algorithms refused on the staged path
+// host API through communicator<transport::pcie_staged>, direct algorithms on P2P (transport::pcie)
 // and run on the P2P path, and faults (a rank that never joins, ranks that disagree on the count).
 // Fresh random inputs each run (the seed is printed with every failure), outputs poisoned, every
 // element checked against an exact reference.
@@ -57,9 +57,9 @@ void run_fifo_schedules(gpu::world& w, int repeat, std::initializer_list<index_t
   });
 }
 
-// One call of kind K through the host API (collectives.hpp) on communicator<transport::pcie>.
-template <class K, class Algo, class T, class Op>
-void api_call(communicator<transport::pcie>& comm, const T* in, T* out, const case_config& c, const Op& op, cudaStream_t s) {
+// One call of kind K through the host API (collectives.hpp) on communicator<Tr> (pcie or pcie_staged).
+template <class K, class Algo, class T, class Op, class Tr>
+void api_call(communicator<Tr>& comm, const T* in, T* out, const case_config& c, const Op& op, cudaStream_t s) {
   const int r = comm.rank(), n = comm.size();
   if constexpr (std::is_same_v<K, kind::all_reduce>) all_reduce<Algo>(comm, in, out, c.count, op, s);
   else if constexpr (std::is_same_v<K, kind::reduce_scatter>) reduce_scatter<Algo>(comm, in, out, c.count, op, s);
@@ -67,14 +67,15 @@ void api_call(communicator<transport::pcie>& comm, const T* in, T* out, const ca
   else if constexpr (std::is_same_v<K, kind::broadcast>) broadcast<Algo>(comm, in, out, c.count, c.root, s);
   else if constexpr (std::is_same_v<K, kind::reduce>) reduce<Algo>(comm, in, out, c.count, op, c.root, s);
   else if constexpr (std::is_same_v<K, kind::all_to_all>) all_to_all<Algo>(comm, in, out, c.count, s);
-  else if constexpr (std::is_same_v<K, kind::send_recv>) send_recv<Algo>(comm, in, mod(r + 1, n), out, mod(r - 1, n), c.count, s);
+  else if constexpr (std::is_same_v<K, kind::send_recv>) send_recv<Algo>(comm, in, out, c.count, mod(r + 1, n), mod(r - 1, n), s);
   else static_assert(sizeof(K) == 0, "kind not covered by api_call");
 }
 
 // run_case's contract (gpu_harness.cuh) through the host API: each rank a thread with its own
-// communicator<transport::pcie> and stream; fresh random inputs, poisoned outputs, every element
-// (and the poison past the end) checked; out of place the call is queued `repeat` times.
-template <class K, class Algo, class T, class Op>
+// communicator<Tr> and stream (Tr: pcie_staged for a world made with placement::host, pcie for
+// one with placement::device); fresh random inputs, poisoned outputs, every element (and the
+// poison past the end) checked; out of place the call is queued `repeat` times.
+template <class K, class Algo, class T, class Op, class Tr = transport::pcie_staged>
 std::string run_api_case(gpu::world& w, const case_config& c, const Op& op, int repeat = 1) {
   const int n = c.nranks;
   coll_args base{};
@@ -111,9 +112,9 @@ std::string run_api_case(gpu::world& w, const case_config& c, const Op& op, int 
         cudaMalloc(&d_in, (in_n + 1) * sizeof(T));
       }
       cudaMemcpy(d_in, x[r].data(), in_n * sizeof(T), cudaMemcpyHostToDevice);
-      gpu::preload<K, Algo, T, Op>();
+      gpu::preload<K, Algo, T, Op, kernels::tuning<>, Tr>();
       cudaDeviceSynchronize();
-      communicator<transport::pcie> comm(w, r);
+      communicator<Tr> comm(w, r);
       sync_point.arrive_and_wait();
       std::string err;
       try {
@@ -170,8 +171,8 @@ std::string run_api_case(gpu::world& w, const case_config& c, const Op& op, int 
 
 TEST_CASE("staged pcie: placement::host puts the connections in mapped host memory") {
   gpu::world w(2, {}, staged_options());
-  const transport::nvlink_device_handle h = w.handle(0);
-  CHECK(h.system_scope);
+  const transport::handle_fields h = w.fields(0);
+  CHECK_FALSE(w.scope_is_device());  // host memory is on the other side of PCIe: system scope
   transport::fifo_view f{};
   REQUIRE_EQ(cudaMemcpy(&f, h.fifos + 1, sizeof f, cudaMemcpyDeviceToHost), cudaSuccess);  // (channel 0, src 0, dst 1)
   cudaPointerAttributes attr{};
@@ -179,9 +180,8 @@ TEST_CASE("staged pcie: placement::host puts the connections in mapped host memo
   CHECK_EQ(attr.type, cudaMemoryTypeHost);
   REQUIRE_EQ(cudaPointerGetAttributes(&attr, f.tail), cudaSuccess);
   CHECK_EQ(attr.type, cudaMemoryTypeHost);
-  // make_pcie_world on one GPU: peer access is trivially there, so P2P (device placement) unless forced.
-  CHECK_EQ(gpu::make_pcie_world(2)->opts().connections, gpu::placement::device);
-  CHECK_EQ(gpu::make_pcie_world(2, {}, staged_options())->opts().connections, gpu::placement::host);
+  // One GPU reaches itself: P2P (transport::pcie) fits; staging is the user's explicit choice here.
+  CHECK(transport::all_peers_reachable({0, 0}));
 }
 
 TEST_CASE("staged pcie: every FIFO schedule, f32, N = 1, 2, 3, 4, 8 ranks on one GPU") {
@@ -221,7 +221,7 @@ TEST_CASE("staged pcie: the ll protocol through host memory") {
   }
 }
 
-TEST_CASE("communicator<transport::pcie>: the host API over staged connections, every kind") {
+TEST_CASE("communicator<transport::pcie_staged>: the host API over staged connections, every kind") {
   for (int n : {1, 3, 4}) {
     gpu::world w(n, {}, staged_options());
     for (index_t count : {index_t{1}, index_t{1031}, index_t{40009}}) {
@@ -244,22 +244,15 @@ TEST_CASE("communicator<transport::pcie>: the host API over staged connections, 
   }
 }
 
-TEST_CASE("communicator<transport::pcie>: direct algorithms are refused on the staged path, run on P2P") {
-  {
-    gpu::world w(2, {}, staged_options());
-    const std::string e = run_api_case<kind::all_reduce, algo::one_shot, float>(w, case_config{2, 1000, 0, false}, op::sum{});
-    INFO(e);
-    CHECK(e.find("algorithm one_shot") != std::string::npos);
-    CHECK(e.find("staged") != std::string::npos);
-    CHECK(e.find("rank") != std::string::npos);
-  }
-  // One GPU: make_pcie_world takes the P2P path (device placement), where one_shot loads peers' buffers.
-  auto w = gpu::make_pcie_world(4);
+// Over pcie_staged a direct algorithm does not compile (tests/compile_fail/transport_one_shot_over_pcie_staged.cu).
+TEST_CASE("communicator<transport::pcie>: direct algorithms run on P2P") {
+  // One GPU: P2P (device placement), where one_shot loads peers' buffers.
+  auto w = std::make_unique<gpu::world>(4);
   REQUIRE_EQ(w->opts().connections, gpu::placement::device);
   for (index_t count : {index_t{1}, index_t{1031}, index_t{40009}}) {
     INFO("count=", count, " seed=", fresh_seed());
-    CHECK_EQ((run_api_case<kind::all_reduce, algo::one_shot, float>(*w, case_config{4, count, 0, false}, op::sum{}, 20)), "");
-    CHECK_EQ((run_api_case<kind::all_reduce, algo::ring, float>(*w, case_config{4, count, 0, true}, op::sum{}, 20)), "");
+    CHECK_EQ((run_api_case<kind::all_reduce, algo::one_shot, float, op::sum, transport::pcie>(*w, case_config{4, count, 0, false}, op::sum{}, 20)), "");
+    CHECK_EQ((run_api_case<kind::all_reduce, algo::ring, float, op::sum, transport::pcie>(*w, case_config{4, count, 0, true}, op::sum{}, 20)), "");
   }
 }
 
@@ -271,7 +264,7 @@ TEST_CASE("staged pcie: a rank that never joins is named within the timeout [fau
     float *d_in = nullptr, *d_out = nullptr;
     REQUIRE_EQ(cudaMalloc(&d_in, 1024 * sizeof(float)), cudaSuccess);
     REQUIRE_EQ(cudaMalloc(&d_out, 1024 * sizeof(float)), cudaSuccess);
-    communicator<transport::pcie> comm(w, 0);
+    communicator<transport::pcie_staged> comm(w, 0);
     const auto t0 = std::chrono::steady_clock::now();
     try {
       all_reduce(comm, d_in, d_out, 1024, op::sum{}, cudaStream_t{});  // rank 1 never calls
@@ -317,8 +310,8 @@ TEST_CASE("staged pcie: ranks that disagree on the count: an error on every rank
         cudaMalloc(&d_out, 5000 * sizeof(float));
         cudaStream_t s;
         cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
-        communicator<transport::pcie> comm(w, r);
-        gpu::preload<kind::all_reduce, algo::ring, float, op::sum>();
+        communicator<transport::pcie_staged> comm(w, r);
+        gpu::preload<kind::all_reduce, algo::ring, float, op::sum, kernels::tuning<>, transport::pcie_staged>();
         cudaDeviceSynchronize();
         sync_point.arrive_and_wait();
         const auto t0 = std::chrono::steady_clock::now();

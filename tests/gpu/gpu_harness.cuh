@@ -9,7 +9,7 @@
 #pragma once
 
 #include <collcomm/collectives.hpp>
-#include <collcomm/transport/nvlink.hpp>
+#include <collcomm/gpu.hpp>
 #include <common/exact_reference.hpp>
 #include <common/matrix.hpp>
 #include <doctest/doctest.h>

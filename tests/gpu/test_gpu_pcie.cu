@@ -11,7 +11,7 @@
 #include <collcomm/algo/one_shot.hpp>
 #include <collcomm/algo/recursive_doubling.hpp>
 #include <collcomm/algo/tree.hpp>
-#include <collcomm/transport/pcie.hpp>
+#include <collcomm/gpu.hpp>
 
 #include <barrier>
 #include <chrono>

@@ -51,8 +51,10 @@ struct bench_settings : bench::settings {
   std::size_t check_max_bytes = std::size_t{4} << 20;  // the host reference is slow beyond
 };
 
-template <class K, class Algo, class T, class Op>
+template <class K, class Algo, class T, class Op, class Tuning = tuning<>>
 void run_bench(const bench_settings& st, double copy_bw) {
+  constexpr bool ll = std::is_same_v<typename Tuning::protocol, protocol::ll>;
+  const std::string algo_name = std::string(Algo::name) + (ll ? "/ll" : "");
   const int n = st.ranks;
   const int per_gpu = st.ranks_per_gpu > 0 ? st.ranks_per_gpu : n;
   std::vector<int> devices(n);
@@ -69,7 +71,7 @@ void run_bench(const bench_settings& st, double copy_bw) {
   if (!st.json) {
     std::printf("# %s %s %s %s ranks=%d ranks_per_gpu=%d channels=%d slot_bytes=%zu iters=%d graph=%d "
                 "copy_bw=%.1f GB/s\n",
-                K::name, Algo::name, element_name<T>, op_name<Op>(), n, per_gpu, o.channels, o.slot_bytes, st.iters,
+                K::name, algo_name.c_str(), element_name<T>, op_name<Op>(), n, per_gpu, o.channels, o.slot_bytes, st.iters,
                 st.graph, copy_bw / 1e9);
     bench::print_table_header(bench::text("%6s", "mem%"));
   }
@@ -156,13 +158,13 @@ void run_bench(const bench_settings& st, double copy_bw) {
       try {
         COLLCOMM_BENCH_CUDA(cudaSetDevice(devices[r]));
         communicator<transport::nvlink> comm(w, r);
-        gpu::preload<K, Algo, T, Op>();
         cudaStream_t s;
         COLLCOMM_BENCH_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
         T* in = nullptr;
         T* out = nullptr;
         COLLCOMM_BENCH_CUDA(cudaMalloc(&in, max_bytes + 64));
         COLLCOMM_BENCH_CUDA(cudaMalloc(&out, max_bytes + 64));
+        gpu::preload(comm, [&] { bench::call_collective<K, Algo, Tuning>(comm, in, out, index_t{0}, Op{}, s); });
         bench::event_timer timer;
         COLLCOMM_BENCH_CUDA(cudaEventCreateWithFlags(&joins[r], cudaEventDisableTiming));
         if (r == 0 && st.graph) {
@@ -187,7 +189,7 @@ void run_bench(const bench_settings& st, double copy_bw) {
             T* src = place == 1 ? out + at.input : in;
             T* dst = out + at.output;
             if (place == 1) COLLCOMM_BENCH_CUDA(cudaMemcpy(src, in, in_n * sizeof(T), cudaMemcpyDeviceToDevice));
-            auto call = [&] { bench::call_collective<K, Algo>(comm, src, dst, count, Op{}, s); };
+            auto call = [&] { bench::call_collective<K, Algo, Tuning>(comm, src, dst, count, Op{}, s); };
             // Checked call first (the data of later calls drift in place).
             long wrong = -1;
             if (st.check && bytes <= st.check_max_bytes) {
@@ -291,19 +293,18 @@ void run_bench(const bench_settings& st, double copy_bw) {
               const double algbw = bench::algbw(bytes, us);
               const double busbw = algbw * bench::bus_factor<K>(n);
               const index_t align = sizeof(T) >= 16 ? 1 : 16 / sizeof(T);
-              constexpr bool ll = std::is_same_v<protocol_of<Algo>, protocol::ll>;
               // The payload of a slot: all of it (simple); half of its 16-byte lines less the
               // header line (ll).
               const index_t slot = ll ? static_cast<index_t>((o.slot_bytes / 16 - 1) * 8 / sizeof(T)) / align * align
                                       : static_cast<index_t>(o.slot_bytes / sizeof(T)) / align * align;
-              const double mem = bench::traffic_bytes<K, algorithm_of<Algo>>(base, o.channels, slot, align, sizeof(T),
+              const double mem = bench::traffic_bytes<K, Algo>(base, o.channels, slot, align, sizeof(T),
                                                                             ll ? 2 : 1) /
                                  (us * 1e-6) / copy_bw;
               if (st.json)
                 std::printf("{\"kind\":\"%s\",\"algo\":\"%s\",\"type\":\"%s\",\"op\":\"%s\",\"ranks\":%d,\"graph\":%d,"
                             "\"bytes\":%zu,\"count\":%zu,\"in_place\":%d,\"time_us\":%.3f,\"algbw\":%.3f,"
                             "\"busbw\":%.3f,\"mem_frac\":%.4f,\"wrong\":%ld,\"copy_bw\":%.1f}\n",
-                            K::name, Algo::name, element_name<T>, op_name<Op>(), n, st.graph, bytes,
+                            K::name, algo_name.c_str(), element_name<T>, op_name<Op>(), n, st.graph, bytes,
                             static_cast<std::size_t>(count), place, us, algbw, busbw, mem, wrong_all, copy_bw / 1e9);
               else {
                 if (place == 0) bench::print_row_start(bytes, count, element_name<T>, op_name<Op>());
@@ -373,7 +374,7 @@ int main(int argc, char** argv) {
                 (!K::reduces || st.op == "sum")) {
               if (st.protocol == "simple") run_bench<K, A, T, Op>(st, bw);
               // direct schedules move no FIFO messages
-              else if constexpr (!A::needs_direct) run_bench<K, with_protocol<A, protocol::ll>, T, Op>(st, bw);
+              else if constexpr (!A::needs_direct) run_bench<K, A, T, Op, tuning<protocol::ll>>(st, bw);
               else bench::die(std::string("algorithm ") + A::name +
                               " moves no FIFO messages: protocol ll changes nothing for it");
               ran = true;

@@ -100,8 +100,8 @@ void run_kind(gpu::world& w, const pcie_settings& st, double h2d, double d2h) {
         std::vector<float> host(max_elems);
         for (std::size_t i = 0; i < max_elems; ++i) host[i] = input_value(r, static_cast<index_t>(i));
         COLLCOMM_BENCH_CUDA(cudaMemcpy(in, host.data(), max_elems * sizeof(float), cudaMemcpyHostToDevice));
-        gpu::preload<K, algo::ring, float, Op, kernels::tuning<>, transport::pcie_staged>();
         communicator<transport::pcie_staged> comm(w, r);
+        gpu::preload(comm, [&] { bench::call_collective<K, algo::ring>(comm, in, out, index_t{0}, Op{}, s); });
         bench::event_timer timer;  // rank 0's
         for (std::size_t bytes : sizes) {
           const index_t count = bench::count_for<K>(bytes, sizeof(float), n);

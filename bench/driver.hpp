@@ -315,16 +315,17 @@ inline double copy_bandwidth(int warm_ups, int samples) {
 template <class K>
 using bench_op = std::conditional_t<K::reduces, collcomm::op::sum, collcomm::op::none>;
 
-// One call of kind K with algorithm Algo, ordered on stream s; root 0 where the kind has one.
-template <class K, class Algo, class Comm, class T, class Op>
+// One call of kind K with algorithm Algo and tuning Tuning, ordered on stream s; root 0 where the
+// kind has one.
+template <class K, class Algo, class Tuning = collcomm::tuning<>, class Comm, class T, class Op>
 void call_collective(Comm& comm, const T* in, T* out, index_t count, Op op, cudaStream_t s) {
   using namespace collcomm;
-  if constexpr (std::is_same_v<K, kind::all_reduce>) all_reduce<Algo>(comm, in, out, count, op, s);
-  else if constexpr (std::is_same_v<K, kind::reduce_scatter>) reduce_scatter<Algo>(comm, in, out, count, op, s);
-  else if constexpr (std::is_same_v<K, kind::all_gather>) all_gather<Algo>(comm, in, out, count, s);
-  else if constexpr (std::is_same_v<K, kind::broadcast>) broadcast<Algo>(comm, in, out, count, 0, s);
-  else if constexpr (std::is_same_v<K, kind::reduce>) reduce<Algo>(comm, in, out, count, op, 0, s);
-  else if constexpr (std::is_same_v<K, kind::all_to_all>) all_to_all<Algo>(comm, in, out, count, s);
+  if constexpr (std::is_same_v<K, kind::all_reduce>) all_reduce<Algo, Tuning>(comm, in, out, count, op, s);
+  else if constexpr (std::is_same_v<K, kind::reduce_scatter>) reduce_scatter<Algo, Tuning>(comm, in, out, count, op, s);
+  else if constexpr (std::is_same_v<K, kind::all_gather>) all_gather<Algo, Tuning>(comm, in, out, count, s);
+  else if constexpr (std::is_same_v<K, kind::broadcast>) broadcast<Algo, Tuning>(comm, in, out, count, 0, s);
+  else if constexpr (std::is_same_v<K, kind::reduce>) reduce<Algo, Tuning>(comm, in, out, count, op, 0, s);
+  else if constexpr (std::is_same_v<K, kind::all_to_all>) all_to_all<Algo, Tuning>(comm, in, out, count, s);
   else static_assert(sizeof(K) == 0, "call_collective: the bench runs all_reduce, reduce_scatter, all_gather, "
                                      "broadcast, reduce and all_to_all");
 }

@@ -27,7 +27,7 @@ namespace {
 // time of the slowest rank (µs).
 template <class Algo>
 double run(gpu::world& w, const std::vector<std::vector<float>>& x, const std::vector<double>& want, double& us) {
-  const int n = w.nranks();
+  const int n = w.size();
   const std::size_t count = want.size();
   std::barrier sync_point(n);
   std::vector<double> err(n, 0), time_us(n, 0);
@@ -36,12 +36,13 @@ double run(gpu::world& w, const std::vector<std::vector<float>>& x, const std::v
     threads.emplace_back([&, r] {
       cudaSetDevice(w.device_of(r));
       communicator<transport::nvlink> comm(w, r);
-      gpu::preload<kind::all_reduce, Algo, float, op::sum>();
       cudaStream_t s;
       cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
       float *send = nullptr, *recv = nullptr;
       cudaMalloc(&send, count * sizeof(float));
       cudaMalloc(&recv, count * sizeof(float));
+      // Load the call's kernel before any rank launches (gpu::preload says why).
+      gpu::preload(comm, [&] { all_reduce<Algo>(comm, send, recv, count, op::sum{}, s); });
       cudaMemcpy(send, x[r].data(), count * sizeof(float), cudaMemcpyHostToDevice);
       cudaMemset(recv, 0xFF, count * sizeof(float));  // NaN: an element never written shows
       cudaDeviceSynchronize();

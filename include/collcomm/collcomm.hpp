@@ -13,7 +13,7 @@
 #include <collcomm/host.hpp>
 #include <collcomm/kinds.hpp>
 #include <collcomm/ops.hpp>
-#include <collcomm/protocol.hpp>
+#include <collcomm/tuning.hpp>
 #include <collcomm/types.hpp>
 #if defined(__CUDACC__)
 #include <collcomm/gpu.hpp>

@@ -2,6 +2,7 @@
 // executor, stream-ordered and asynchronous on the GPU executor).
 //
 // Each function is a template over the algorithm (first template argument, with a default), the
+// tuning (second: protocol, channels, slot bytes, threads; tuning<> by default, tuning.hpp), the
 // transport (from the communicator), the element type (from the pointers) and the op (from the
 // argument). It checks the composition at compile time (check_composition: a static_assert that
 // names the wrong axis and the fix), checks its arguments on this rank, then runs the schedule on
@@ -43,6 +44,9 @@
 //     collcomm::all_reduce(comm, send[comm.rank()], recv[comm.rank()], count);              // ring, sum
 //     collcomm::all_reduce<collcomm::algo::tree>(comm, buf, buf, count, collcomm::op::max{}); // in place
 //   });
+// Example (GPU executor, the low-latency protocol on 8 channels):
+//   collcomm::all_reduce<collcomm::algo::ring, collcomm::tuning<collcomm::protocol::ll, 8>>(comm, send, recv, count,
+//                                                                                          collcomm::op::sum{}, stream);
 #pragma once
 
 #include <collcomm/algo/direct.hpp>
@@ -60,6 +64,7 @@
 #include <collcomm/error.hpp>
 #include <collcomm/kinds.hpp>
 #include <collcomm/ops.hpp>
+#include <collcomm/tuning.hpp>
 #include <collcomm/types.hpp>
 
 #include <cstddef>
@@ -187,9 +192,12 @@ inline constexpr bool takes_stream = requires { typename communicator<Tr>::strea
 // `stream`: nothing for the host executor; for the GPU executor exactly one argument, a
 // cudaStream_t or anything that converts to one (a framework's stream wrapper), taken by
 // reference so that a wrapper need not be copyable.
-template <class K, class Algo, class Tr, class T, class Op, class... Stream>
+template <class K, class Algo, class Tuning, class Tr, class T, class Op, class... Stream>
 void run_checked(communicator<Tr>& comm, const coll_args& a, const T* in, index_t in_elems, T* out, index_t out_elems,
                  const Op& op, Stream&&... stream) {
+  static_assert(tuning_like<Tuning>,
+                "collcomm: a collective's second template argument is its tuning, e.g. "
+                "all_reduce<algo::ring, tuning<protocol::ll>>(...); see collcomm/tuning.hpp");
   // Where a buffer is not significant its pointer is not passed on: a schedule cannot touch it.
   in = in_elems ? in : nullptr;
   out = out_elems ? out : nullptr;
@@ -202,19 +210,19 @@ void run_checked(communicator<Tr>& comm, const coll_args& a, const T* in, index_
       static_assert((std::is_convertible_v<Stream&&, stream_t> && ...),
                     "collcomm: the last argument of a GPU collective must be a cudaStream_t, or convert to one");
       if constexpr ((std::is_convertible_v<Stream&&, stream_t> && ...))
-        comm.template run<K, Algo>(a, in, in_elems, out, out_elems, op, static_cast<stream_t>(std::forward<Stream>(stream))...);
+        comm.template run<K, Algo, Tuning>(a, in, in_elems, out, out_elems, op, static_cast<stream_t>(std::forward<Stream>(stream))...);
     }
   } else {
     static_assert(sizeof...(Stream) == 0,
                   "collcomm: the host executor's collectives run on the calling thread and take no stream argument");
-    if constexpr (sizeof...(Stream) == 0) comm.template run<K, Algo>(a, in, in_elems, out, out_elems, op);
+    if constexpr (sizeof...(Stream) == 0) comm.template run<K, Algo, Tuning>(a, in, in_elems, out, out_elems, op);
   }
 }
 
 }  // namespace detail
 
 // recv[i] = op over ranks of send[i], for i < count.
-template <class Algo = algo::ring, class Tr, class T, class Op = op::sum, class... Stream>
+template <class Algo = algo::ring, class Tuning = tuning<>, class Tr, class T, class Op = op::sum, class... Stream>
 void all_reduce(communicator<Tr>& comm, const T* send, T* recv, index_t count, Op op = {}, Stream&&... stream) {
   check_composition<kind::all_reduce, Algo, Tr, Op, T>();
   const detail::arg_checker<T> c(kind::all_reduce::name, comm.rank(), comm.size());
@@ -225,11 +233,11 @@ void all_reduce(communicator<Tr>& comm, const T* send, T* recv, index_t count, O
   c.template in_place_algorithm<Algo>(in_place);
   coll_args a;
   a.count = count;
-  detail::run_checked<kind::all_reduce, Algo>(comm, a, send, e, recv, e, op, std::forward<Stream>(stream)...);
+  detail::run_checked<kind::all_reduce, Algo, Tuning>(comm, a, send, e, recv, e, op, std::forward<Stream>(stream)...);
 }
 
 // recv[i] = op over ranks of send[rank * recvcount + i], for i < recvcount.
-template <class Algo = algo::ring, class Tr, class T, class Op = op::sum, class... Stream>
+template <class Algo = algo::ring, class Tuning = tuning<>, class Tr, class T, class Op = op::sum, class... Stream>
 void reduce_scatter(communicator<Tr>& comm, const T* send, T* recv, index_t recvcount, Op op = {}, Stream&&... stream) {
   check_composition<kind::reduce_scatter, Algo, Tr, Op, T>();
   const int r = comm.rank(), n = comm.size();
@@ -242,11 +250,11 @@ void reduce_scatter(communicator<Tr>& comm, const T* send, T* recv, index_t recv
   c.template in_place_algorithm<Algo>(in_place);
   coll_args a;
   a.count = recvcount;
-  detail::run_checked<kind::reduce_scatter, Algo>(comm, a, send, in_e, recv, out_e, op, std::forward<Stream>(stream)...);
+  detail::run_checked<kind::reduce_scatter, Algo, Tuning>(comm, a, send, in_e, recv, out_e, op, std::forward<Stream>(stream)...);
 }
 
 // recv[q * sendcount + i] = rank q's send[i].
-template <class Algo = algo::ring, class Tr, class T, class... Stream>
+template <class Algo = algo::ring, class Tuning = tuning<>, class Tr, class T, class... Stream>
 void all_gather(communicator<Tr>& comm, const T* send, T* recv, index_t sendcount, Stream&&... stream) {
   check_composition<kind::all_gather, Algo, Tr, op::none, T>();
   const int r = comm.rank(), n = comm.size();
@@ -259,11 +267,11 @@ void all_gather(communicator<Tr>& comm, const T* send, T* recv, index_t sendcoun
   c.template in_place_algorithm<Algo>(in_place);
   coll_args a;
   a.count = sendcount;
-  detail::run_checked<kind::all_gather, Algo>(comm, a, send, in_e, recv, out_e, op::none{}, std::forward<Stream>(stream)...);
+  detail::run_checked<kind::all_gather, Algo, Tuning>(comm, a, send, in_e, recv, out_e, op::none{}, std::forward<Stream>(stream)...);
 }
 
 // recv[i] = root's send[i]. send is significant at the root only.
-template <class Algo = algo::ring, class Tr, class T, class... Stream>
+template <class Algo = algo::ring, class Tuning = tuning<>, class Tr, class T, class... Stream>
 void broadcast(communicator<Tr>& comm, const T* send, T* recv, index_t count, int root, Stream&&... stream) {
   check_composition<kind::broadcast, Algo, Tr, op::none, T>();
   const int r = comm.rank();
@@ -278,11 +286,11 @@ void broadcast(communicator<Tr>& comm, const T* send, T* recv, index_t count, in
   coll_args a;
   a.count = count;
   a.root = root;
-  detail::run_checked<kind::broadcast, Algo>(comm, a, send, in_e, recv, e, op::none{}, std::forward<Stream>(stream)...);
+  detail::run_checked<kind::broadcast, Algo, Tuning>(comm, a, send, in_e, recv, e, op::none{}, std::forward<Stream>(stream)...);
 }
 
 // At the root: recv[i] = op over ranks of send[i]. recv is significant at the root only.
-template <class Algo = algo::ring, class Tr, class T, class Op, class... Stream>
+template <class Algo = algo::ring, class Tuning = tuning<>, class Tr, class T, class Op, class... Stream>
 void reduce(communicator<Tr>& comm, const T* send, T* recv, index_t count, Op op, int root, Stream&&... stream) {
   check_composition<kind::reduce, Algo, Tr, Op, T>();
   const int r = comm.rank();
@@ -297,11 +305,11 @@ void reduce(communicator<Tr>& comm, const T* send, T* recv, index_t count, Op op
   coll_args a;
   a.count = count;
   a.root = root;
-  detail::run_checked<kind::reduce, Algo>(comm, a, send, e, recv, out_e, op, std::forward<Stream>(stream)...);
+  detail::run_checked<kind::reduce, Algo, Tuning>(comm, a, send, e, recv, out_e, op, std::forward<Stream>(stream)...);
 }
 
 // recv[q * count + i] = rank q's send[rank * count + i]: block q of send goes to rank q.
-template <class Algo = algo::pairwise, class Tr, class T, class... Stream>
+template <class Algo = algo::pairwise, class Tuning = tuning<>, class Tr, class T, class... Stream>
 void all_to_all(communicator<Tr>& comm, const T* send, T* recv, index_t count, Stream&&... stream) {
   check_composition<kind::all_to_all, Algo, Tr, op::none, T>();
   const detail::arg_checker<T> c(kind::all_to_all::name, comm.rank(), comm.size());
@@ -311,11 +319,11 @@ void all_to_all(communicator<Tr>& comm, const T* send, T* recv, index_t count, S
   c.overlap(send, e, recv, e, false, 0, "");
   coll_args a;
   a.count = count;
-  detail::run_checked<kind::all_to_all, Algo>(comm, a, send, e, recv, e, op::none{}, std::forward<Stream>(stream)...);
+  detail::run_checked<kind::all_to_all, Algo, Tuning>(comm, a, send, e, recv, e, op::none{}, std::forward<Stream>(stream)...);
 }
 
 // At the root: recv[q * count + i] = rank q's send[i]. recv is significant at the root only.
-template <class Algo = algo::linear, class Tr, class T, class... Stream>
+template <class Algo = algo::linear, class Tuning = tuning<>, class Tr, class T, class... Stream>
 void gather(communicator<Tr>& comm, const T* send, T* recv, index_t count, int root, Stream&&... stream) {
   check_composition<kind::gather, Algo, Tr, op::none, T>();
   const int r = comm.rank();
@@ -331,11 +339,11 @@ void gather(communicator<Tr>& comm, const T* send, T* recv, index_t count, int r
   coll_args a;
   a.count = count;
   a.root = root;
-  detail::run_checked<kind::gather, Algo>(comm, a, send, in_e, recv, out_e, op::none{}, std::forward<Stream>(stream)...);
+  detail::run_checked<kind::gather, Algo, Tuning>(comm, a, send, in_e, recv, out_e, op::none{}, std::forward<Stream>(stream)...);
 }
 
 // recv[i] = root's send[rank * count + i]. send is significant at the root only.
-template <class Algo = algo::linear, class Tr, class T, class... Stream>
+template <class Algo = algo::linear, class Tuning = tuning<>, class Tr, class T, class... Stream>
 void scatter(communicator<Tr>& comm, const T* send, T* recv, index_t count, int root, Stream&&... stream) {
   check_composition<kind::scatter, Algo, Tr, op::none, T>();
   const int r = comm.rank();
@@ -351,13 +359,13 @@ void scatter(communicator<Tr>& comm, const T* send, T* recv, index_t count, int 
   coll_args a;
   a.count = count;
   a.root = root;
-  detail::run_checked<kind::scatter, Algo>(comm, a, send, in_e, recv, out_e, op::none{}, std::forward<Stream>(stream)...);
+  detail::run_checked<kind::scatter, Algo, Tuning>(comm, a, send, in_e, recv, out_e, op::none{}, std::forward<Stream>(stream)...);
 }
 
 // Sends send[0, count) to send_peer and receives recv[0, count) from recv_peer, at once (no
 // deadlock when two ranks exchange). Either peer may be no_peer: that side (and its buffer) is
 // ignored. A rank may send to itself when it also receives from itself (a copy).
-template <class Algo = algo::p2p, class Tr, class T, class... Stream>
+template <class Algo = algo::p2p, class Tuning = tuning<>, class Tr, class T, class... Stream>
 void send_recv(communicator<Tr>& comm, const T* send, T* recv, index_t count, int send_peer, int recv_peer,
                Stream&&... stream) {
   check_composition<kind::send_recv, Algo, Tr, op::none, T>();
@@ -377,11 +385,11 @@ void send_recv(communicator<Tr>& comm, const T* send, T* recv, index_t count, in
   a.count = count;
   a.send_peer = send_peer;
   a.recv_peer = recv_peer;
-  detail::run_checked<kind::send_recv, Algo>(comm, a, send, in_e, recv, out_e, op::none{}, std::forward<Stream>(stream)...);
+  detail::run_checked<kind::send_recv, Algo, Tuning>(comm, a, send, in_e, recv, out_e, op::none{}, std::forward<Stream>(stream)...);
 }
 
 // Blocking send of buf[0, count) to `peer` (not this rank); matched by recv on the peer.
-template <class Algo = algo::p2p, class Tr, class T, class... Stream>
+template <class Algo = algo::p2p, class Tuning = tuning<>, class Tr, class T, class... Stream>
 void send(communicator<Tr>& comm, const T* buf, index_t count, int peer, Stream&&... stream) {
   check_composition<kind::send_recv, Algo, Tr, op::none, T>();
   const detail::arg_checker<T> c("send", comm.rank(), comm.size());
@@ -391,11 +399,11 @@ void send(communicator<Tr>& comm, const T* buf, index_t count, int peer, Stream&
   coll_args a;
   a.count = count;
   a.send_peer = peer;
-  detail::run_checked<kind::send_recv, Algo>(comm, a, buf, e, static_cast<T*>(nullptr), 0, op::none{}, std::forward<Stream>(stream)...);
+  detail::run_checked<kind::send_recv, Algo, Tuning>(comm, a, buf, e, static_cast<T*>(nullptr), 0, op::none{}, std::forward<Stream>(stream)...);
 }
 
 // Blocking receive of buf[0, count) from `peer` (not this rank); matched by send on the peer.
-template <class Algo = algo::p2p, class Tr, class T, class... Stream>
+template <class Algo = algo::p2p, class Tuning = tuning<>, class Tr, class T, class... Stream>
 void recv(communicator<Tr>& comm, T* buf, index_t count, int peer, Stream&&... stream) {
   check_composition<kind::send_recv, Algo, Tr, op::none, T>();
   const detail::arg_checker<T> c("recv", comm.rank(), comm.size());
@@ -405,7 +413,7 @@ void recv(communicator<Tr>& comm, T* buf, index_t count, int peer, Stream&&... s
   coll_args a;
   a.count = count;
   a.recv_peer = peer;
-  detail::run_checked<kind::send_recv, Algo>(comm, a, static_cast<const T*>(nullptr), 0, buf, e, op::none{}, std::forward<Stream>(stream)...);
+  detail::run_checked<kind::send_recv, Algo, Tuning>(comm, a, static_cast<const T*>(nullptr), 0, buf, e, op::none{}, std::forward<Stream>(stream)...);
 }
 
 COLLCOMM_NAMESPACE_END

@@ -3,9 +3,9 @@
 // Every transport specializes communicator<Transport> with the same few members, which the host
 // API (collectives.hpp) relies on:
 //   int rank() const, int size() const
-//   template <class K, class Algo, class T, class Op>
+//   template <class K, class Algo, class Tuning, class T, class Op>
 //   void run(const coll_args& a, const T* in, index_t in_elems, T* out, index_t out_elems, const Op& op)
-//       runs schedule Algo for kind K on this rank: a carries count, root and peers (rank, nranks,
+//       runs schedule Algo for kind K on this rank, with the call's tuning (tuning.hpp): a carries count, root and peers (rank, nranks,
 //       channel and nchannels are filled in here); in_elems / out_elems are the elements of each
 //       buffer that are significant on this rank (0 where a buffer is ignored, e.g. reduce's
 //       output off the root). Arguments are already checked (collectives.hpp does it).
@@ -96,31 +96,43 @@ class communicator<transport::host_shm> {
   // throw errc::aborted within a wait slice, and every later call throws it. Never blocks.
   void abort(const std::string& reason = {}) const noexcept { w_->abort(rank_, reason); }
 
-  template <class K, class Algo, class T, class Op>
+  // The host executor honors the tuning's channels and slot bytes (at most the world's); protocol
+  // and threads are the GPU kernel's.
+  template <class K, class Algo, class Tuning, class T, class Op>
   void run(const coll_args& a, const T* in, index_t in_elems, T* out, index_t out_elems, const Op& op) const {
     w_->check_usable(K::name, rank_);
+    const int nc = Tuning::channels ? Tuning::channels : w_->opts().channels;
+    const std::size_t slot_bytes = Tuning::slot_bytes ? Tuning::slot_bytes : w_->opts().slot_bytes;
+    if (nc > w_->opts().channels)
+      detail::fail(errc::invalid_argument, K::name, rank_,
+                   "tuning's channels = " + std::to_string(nc) + " is more than the world's option 'channels' = " +
+                       std::to_string(w_->opts().channels));
+    if (slot_bytes > w_->opts().slot_bytes)
+      detail::fail(errc::invalid_argument, K::name, rank_,
+                   "tuning's slot_bytes = " + std::to_string(slot_bytes) + " is more than the world's option 'slot_bytes' = " +
+                       std::to_string(w_->opts().slot_bytes));
     if constexpr (Algo::needs_direct) {
       if (w_->is_process()) {  // peers cannot read this process's memory: stage through the segment
         const host::detail::staged_call<T> s(*w_, rank_, K::name, Algo::name, in, in_elems, out, out_elems);
-        run_channels<K, Algo>(a, s.in(), in_elems, s.out(), out_elems, op);
+        run_channels<K, Algo>(a, s.in(), in_elems, s.out(), out_elems, op, nc, slot_bytes);
         s.copy_out();
         return;
       }
     }
-    run_channels<K, Algo>(a, in, in_elems, out, out_elems, op);
+    run_channels<K, Algo>(a, in, in_elems, out, out_elems, op, nc, slot_bytes);
   }
 
  private:
   template <class K, class Algo, class T, class Op>
-  void run_channels(const coll_args& a, const T* in, index_t in_elems, T* out, index_t out_elems, const Op& op) const {
-    const int nc = w_->opts().channels;
+  void run_channels(const coll_args& a, const T* in, index_t in_elems, T* out, index_t out_elems, const Op& op, int nc,
+                    std::size_t slot_bytes) const {
     for (int c = 0; c < nc; ++c) {
       coll_args ca = a;
       ca.rank = rank_;
       ca.nranks = w_->size();
       ca.channel = c;
       ca.nchannels = nc;
-      host::primitives<T, Op> p(*w_, ca, K::name, Algo::name, in, in_elems, out, out_elems, op);
+      host::primitives<T, Op> p(*w_, ca, K::name, Algo::name, in, in_elems, out, out_elems, op, slot_bytes);
       Algo::run(K{}, p, static_cast<const coll_args&>(ca));
     }
   }

@@ -15,7 +15,7 @@ namespace {
 // Each rank: its own thread and stream; buffers set up before anyone launches (see gpu_harness).
 template <class F>
 void on_ranks(gpu::world& w, F f) {
-  const int n = w.nranks();
+  const int n = w.size();
   std::barrier sync_point(n);
   std::vector<std::string> errors(n);
   std::vector<std::thread> threads;

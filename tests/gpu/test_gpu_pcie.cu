@@ -38,7 +38,7 @@ gpu::options staged_options(int channels = 2) {
 // Every FIFO schedule (direct ones are refused on the staged path: see below), out of place
 // `repeat` times queued, and once in place.
 void run_fifo_schedules(gpu::world& w, int repeat, std::initializer_list<index_t> counts) {
-  const int n = w.nranks();
+  const int n = w.size();
   for_each_schedule([&]<class K, class A>(std::type_identity<K>, std::type_identity<A>) {
     if constexpr (!A::needs_direct) {
       for (index_t count : counts) {

@@ -45,6 +45,11 @@
 
 COLLCOMM_NAMESPACE_BEGIN
 
+namespace gpu {
+template <gpu_transport Tr, class Call>
+void preload(communicator<Tr>& comm, Call&& call);  // below
+}  // namespace gpu
+
 template <gpu::gpu_transport Tr>
 class communicator<Tr> {
  public:
@@ -102,28 +107,34 @@ class communicator<Tr> {
   // processes return, later calls throw errc::aborted. Never blocks.
   void abort(const std::string& reason = {}) const noexcept { w_->abort(rank_, reason); }
 
-  template <class K, class Algo, class T, class Op>
+  template <class K, class Algo, class Tuning, class T, class Op>
   void run(coll_args a, const T* in, index_t in_elems, T* out, index_t out_elems, const Op& op, cudaStream_t stream) const {
     if constexpr (Algo::needs_direct && !Tr::load_store) {
       return;  // does not compile: check_composition (collectives.hpp) said why; nothing more is instantiated
+    } else if (preloading_) {
+      gpu::preload_composition<K, Algo, T, Op, Tuning, Tr>();
     } else {
-      run_loadable<K, Algo>(a, in, in_elems, out, out_elems, op, stream);
+      run_loadable<K, Algo, Tuning>(a, in, in_elems, out, out_elems, op, stream);
     }
   }
 
  private:
-  template <class K, class Algo, class T, class Op>
+  template <gpu::gpu_transport U, class Call>
+  friend void gpu::preload(communicator<U>&, Call&&);
+  mutable bool preloading_ = false;  // inside gpu::preload: calls load their kernels and launch nothing
+
+  template <class K, class Algo, class Tuning, class T, class Op>
   void run_loadable(coll_args a, const T* in, index_t in_elems, T* out, index_t out_elems, const Op& op,
                     cudaStream_t stream) const {
     a.rank = rank_;
     a.nranks = w_->size();
     if constexpr (Algo::needs_direct) {
       if (w_->is_process()) {
-        run_staged<K, Algo>(a, in, in_elems, out, out_elems, op, stream);
+        run_staged<K, Algo, Tuning>(a, in, in_elems, out, out_elems, op, stream);
         return;
       }
     }
-    gpu::launch<K, Algo, kernels::tuning<>, Tr>(*w_, rank_, a, in, out, op, stream);
+    gpu::launch<K, Algo, Tuning, Tr>(*w_, rank_, a, in, out, op, stream);
   }
 
   static gpu::options placed(gpu::options o) {
@@ -143,10 +154,10 @@ class communicator<Tr> {
 
   template <class Algo>
   static constexpr bool reads_peer_outputs = [] {
-    if constexpr (requires { algorithm_of<Algo>::reads_peer_outputs; }) return algorithm_of<Algo>::reads_peer_outputs;
+    if constexpr (requires { Algo::reads_peer_outputs; }) return Algo::reads_peer_outputs;
     else return false;
   }();
-  template <class K, class Algo, class T, class Op>
+  template <class K, class Algo, class Tuning, class T, class Op>
   void run_staged(const coll_args& a, const T* in, index_t in_elems, T* out, index_t out_elems, const Op& op,
                   cudaStream_t stream) const {
     w_->check_usable(K::name, rank_);
@@ -167,12 +178,12 @@ class communicator<Tr> {
     if constexpr (kernels::stages_channel_range<K, Algo>()) {
       // The kernel copies each channel's range of the input into the window itself (peers read
       // only that range on that channel), and reads its own input where it is.
-      gpu::launch<K, Algo, kernels::tuning<>, Tr>(*w_, rank_, a, in_bytes ? in : nullptr, kernel_out, op, stream,
+      gpu::launch<K, Algo, Tuning, Tr>(*w_, rank_, a, in_bytes ? in : nullptr, kernel_out, op, stream,
                                                    in_bytes ? win_in : nullptr);
     } else {
       if (in_bytes)
         detail::cuda_check(cudaMemcpyAsync(win_in, in, in_bytes, cudaMemcpyDefault, stream), "cudaMemcpyAsync (staging in)", rank_);
-      gpu::launch<K, Algo, kernels::tuning<>, Tr>(*w_, rank_, a, in_bytes ? win_in : nullptr, kernel_out, op, stream);
+      gpu::launch<K, Algo, Tuning, Tr>(*w_, rank_, a, in_bytes ? win_in : nullptr, kernel_out, op, stream);
     }
     if (stage_out)
       detail::cuda_check(cudaMemcpyAsync(out, win_out, out_bytes, cudaMemcpyDefault, stream), "cudaMemcpyAsync (staging out)", rank_);
@@ -184,5 +195,29 @@ class communicator<Tr> {
 };
 
 static_assert(communicator_like<communicator<transport::nvlink>> && communicator_like<communicator<transport::pcie_staged>>);
+
+namespace gpu {
+
+// Loads, on comm's GPU, the kernels of the collective calls that `call` makes on comm, and
+// launches nothing: call runs once, with comm's calls checking their arguments as usual and
+// loading their kernels instead of launching them.
+//   gpu::preload(comm, [&] { collcomm::all_reduce<algo::tree>(comm, send, recv, count, op::max{}, stream); });
+// Why: with CUDA's lazy loading (the default), the first launch of a kernel may wait for every
+// kernel running on the device, and a peer rank's kernel spins until this rank's kernel runs — a
+// deadlock until the timeout. Preload what a rank will call before its peers launch (or run with
+// CUDA_MODULE_LOADING=EAGER). One thread drives a rank: its communicator's other calls do not run
+// meanwhile.
+template <gpu_transport Tr, class Call>
+void preload(communicator<Tr>& comm, Call&& call) {
+  struct restore {
+    const communicator<Tr>& c;
+    ~restore() { c.preloading_ = false; }
+  } guard{comm};
+  detail::device_guard device(comm.device());
+  comm.preloading_ = true;
+  std::forward<Call>(call)();
+}
+
+}  // namespace gpu
 
 COLLCOMM_NAMESPACE_END

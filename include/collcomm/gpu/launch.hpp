@@ -39,14 +39,42 @@ COLLCOMM_NAMESPACE_BEGIN
 namespace gpu {
 
 namespace launch_detail {
+// A call's launch parameters: its tuning's channels and slot bytes, or the world's where it names
+// none. Throws errc::invalid_argument naming the tuning's value and the world's option when the
+// tuning asks for more than the world allocated, or for slots too small for its protocol.
+struct launch_shape {
+  int channels;
+  std::uint32_t slot_bytes;
+};
+template <class Tuning>
+launch_shape shape_of(const world& w, const char* what, int rank) {
+  using protocol_t = typename Tuning::protocol;
+  const launch_shape s{Tuning::channels ? Tuning::channels : w.opts().channels,
+                       static_cast<std::uint32_t>(Tuning::slot_bytes ? Tuning::slot_bytes : w.opts().slot_bytes)};
+  if (s.channels > w.opts().channels)
+    detail::fail(errc::invalid_argument, what, rank,
+                 "tuning's channels = " + std::to_string(s.channels) + " is more than the world's option 'channels' = " +
+                     std::to_string(w.opts().channels) + " (connections exist for those only)");
+  if (s.slot_bytes > w.opts().slot_bytes)
+    detail::fail(errc::invalid_argument, what, rank,
+                 "tuning's slot_bytes = " + std::to_string(s.slot_bytes) + " is more than the world's option 'slot_bytes' = " +
+                     std::to_string(w.opts().slot_bytes));
+  if (s.slot_bytes < kernels::min_slot_bytes<protocol_t>)
+    detail::fail(errc::invalid_argument, what, rank,
+                 (Tuning::slot_bytes ? "tuning's slot_bytes = " : "option 'slot_bytes' = ") + std::to_string(s.slot_bytes) +
+                     " is too small for protocol " + protocol_t::name + ": it needs at least " +
+                     std::to_string(kernels::min_slot_bytes<protocol_t>));
+  return s;
+}
+
 // Enqueues one grid of (channels x p.nlocal) blocks of the composition's kernel on `stream`.
 template <class K, class Algo, class Tuning, class Handle, class T, class Op>
-cudaError_t enqueue_kernel(const world& w, const kernels::kernel_params<Handle, T, Op>& p, bool cooperative,
+cudaError_t enqueue_kernel(const world& w, const kernels::kernel_params<Handle, T, Op>& p, int channels, bool cooperative,
                            cudaStream_t stream) {
   cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(static_cast<unsigned>(w.opts().channels), static_cast<unsigned>(p.nlocal), 1);
+  cfg.gridDim = dim3(static_cast<unsigned>(channels), static_cast<unsigned>(p.nlocal), 1);
   cfg.blockDim = dim3(Tuning::threads, 1, 1);
-  cfg.dynamicSmemBytes = kernels::kernel_smem_bytes(w.nranks());
+  cfg.dynamicSmemBytes = kernels::kernel_smem_bytes(w.size());
   cfg.stream = stream;
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeCooperative;
@@ -95,11 +123,12 @@ void check_resident(const void* kernel, int threads, std::size_t smem, int devic
 // (else the sender waits for a receive that only a later launch can make). Either is refused at
 // once, naming both ranks. Updates the pending counts when the launch goes ahead ("" returned).
 template <class Handle, class T, class Op>
-std::string check_p2p_launch(const world& w, world::launch_group& g, const kernels::kernel_params<Handle, T, Op>& p) {
+std::string check_p2p_launch(const world& w, world::launch_group& g, const kernels::kernel_params<Handle, T, Op>& p,
+                             launch_shape shape) {
   const std::size_t nl = g.ranks.size();
-  // Bytes one connection's slots hold for sure: the slots of every channel (the message is split
-  // over the channels), at most half a slot each (ll lines carry half their bytes).
-  const std::uint64_t capacity = static_cast<std::uint64_t>(w.opts().channels) * w.opts().slots * (w.opts().slot_bytes / 2);
+  // Bytes one connection's slots hold for sure: the slots of every channel of the call (the
+  // message is split over them), at most half a slot each (ll lines carry half their bytes).
+  const std::uint64_t capacity = static_cast<std::uint64_t>(shape.channels) * w.opts().slots * (shape.slot_bytes / 2);
   std::vector<std::int64_t> pending = g.p2p_pending;
   std::vector<std::uint64_t> bytes = g.p2p_pending_bytes;
   for (std::size_t j = 0; j < nl; ++j) {  // sends first: a send and its receive in one launch match
@@ -118,7 +147,7 @@ std::string check_p2p_launch(const world& w, world::launch_group& g, const kerne
       return "rank " + std::to_string(a.rank) + " receives from rank " + std::to_string(a.recv_peer) +
              ", which sends to it neither in this call nor before: ranks of one GPU launch their i-th calls together, so "
              "it waits for a call that cannot start until this one ends. Make the send and the receive of each pair "
-             "the same call: send_recv(comm, send, recv, count, send_peer, recv_peer, stream)";
+             "the same call (send_recv), or make both in one collcomm::group";
     pending[k] -= 1;
     bytes[k] -= std::min<std::uint64_t>(bytes[k], a.count * sizeof(T));
   }
@@ -128,7 +157,7 @@ std::string check_p2p_launch(const world& w, world::launch_group& g, const kerne
              std::to_string(g.ranks[k % nl]) + " that it does not receive in this call, more than the connection holds (" +
              std::to_string(capacity) + " bytes): ranks of one GPU launch their i-th calls together, so the sender "
              "would wait for a receive that cannot start until this call ends. Make the send and the receive of each "
-             "pair the same call: send_recv(comm, send, recv, count, send_peer, recv_peer, stream)";
+             "pair the same call (send_recv), or make both in one collcomm::group";
   g.p2p_pending = std::move(pending);
   g.p2p_pending_bytes = std::move(bytes);
   return {};
@@ -139,7 +168,8 @@ std::string check_p2p_launch(const world& w, world::launch_group& g, const kerne
 template <class K, class Algo, class T, class Op, class Tuning, transport::device_handle_like Handle>
 void preload_kernel() {
   cudaFuncAttributes attr{};
-  detail::cuda_check(cudaFuncGetAttributes(&attr, &kernels::collective_kernel<K, Algo, T, Op, Tuning, Handle>), "gpu::preload");
+  detail::cuda_check(cudaFuncGetAttributes(&attr, &kernels::collective_kernel<K, Algo, T, Op, kernel_tuning<Tuning>, Handle>),
+                     "gpu::preload");
 }
 
 // Enqueues rank `rank`'s part of collective K on `stream`, its kernels taking device handle
@@ -147,26 +177,23 @@ void preload_kernel() {
 // synchronizes). With ranks sharing the GPU (grouped launch), it returns once every one of them
 // has called it for this call, or throws errc::timeout naming those that did not within the
 // world's timeout. `stage`: gpu/communicator.hpp's in-kernel staging (processes only).
-template <class K, class Algo, class Tuning, transport::device_handle_like Handle, class T, class Op>
+template <class K, class Algo, tuning_like Tuning, transport::device_handle_like Handle, class T, class Op>
 void launch_on(world& w, int rank, coll_args a, const T* in, T* out, Op op, cudaStream_t stream, void* stage = nullptr) {
   using params_t = kernels::kernel_params<Handle, T, Op>;
+  using KT = kernel_tuning<Tuning>;
   static_assert(std::is_trivially_copyable_v<params_t>);
   w.check_usable(K::name, rank);
-  using protocol_t = kernels::kernel_protocol<Algo, Tuning>;
-  if (w.opts().slot_bytes < kernels::min_slot_bytes<protocol_t>)
-    detail::fail(errc::invalid_argument, K::name, rank,
-                 "option 'slot_bytes' = " + std::to_string(w.opts().slot_bytes) + " is too small for protocol " +
-                     protocol_t::name + ": it needs at least " + std::to_string(kernels::min_slot_bytes<protocol_t>));
+  const launch_detail::launch_shape shape = launch_detail::shape_of<Tuning>(w, K::name, rank);
   const int device = w.device_of(rank);
   detail::device_guard guard(device);
-  const void* kernel = reinterpret_cast<const void*>(&kernels::collective_kernel<K, Algo, T, Op, Tuning, Handle>);
-  const int channels = w.opts().channels;
+  const void* kernel = reinterpret_cast<const void*>(&kernels::collective_kernel<K, Algo, T, Op, KT, Handle>);
+  const int channels = shape.channels;
   world::launch_group& g = w.group_of(device);
   const int nlocal = static_cast<int>(g.ranks.size());
   const bool grouped = w.opts().launch == launch_mode::grouped && nlocal > 1;
   // In a world of processes its other ranks on this GPU launch from their own processes (MPS).
   const int sharing = w.is_process() ? w.process().ranks_on_gpu : nlocal;
-  launch_detail::check_resident<K>(kernel, Tuning::threads, kernels::kernel_smem_bytes(w.nranks()), device, sharing,
+  launch_detail::check_resident<K>(kernel, KT::threads, kernels::kernel_smem_bytes(w.size()), device, sharing,
                                    channels, rank);
 
   a.nchannels = channels;
@@ -174,10 +201,11 @@ void launch_on(world& w, int rank, coll_args a, const T* in, T* out, Op op, cuda
   if (!grouped) {
     params_t p{};
     p.h = w.handle<Handle>(rank);
+    p.h.slot_bytes = shape.slot_bytes;
     p.nlocal = 1;
     p.stage = stage;
     p.rank[0] = mine;
-    detail::cuda_check(launch_detail::enqueue_kernel<K, Algo, Tuning>(w, p, false, stream), K::name, rank);
+    detail::cuda_check(launch_detail::enqueue_kernel<K, Algo, KT>(w, p, channels, false, stream), K::name, rank);
     return;
   }
 
@@ -187,6 +215,8 @@ void launch_on(world& w, int rank, coll_args a, const T* in, T* out, Op op, cuda
   std::unique_lock<std::mutex> lock(g.m);
   if (g.arrived == 0) {
     g.kernel = kernel;
+    g.channels = shape.channels;
+    g.slot_bytes = shape.slot_bytes;
     g.mismatch.clear();
     g.params.assign(sizeof(params_t), 0);
     std::fill(g.present.begin(), g.present.end(), 0);
@@ -194,7 +224,13 @@ void launch_on(world& w, int rank, coll_args a, const T* in, T* out, Op op, cuda
     if (g.mismatch.empty())
       g.mismatch = "rank " + std::to_string(rank) + " calls " + K::name + " (" + Algo::name + ", " + element_name<T> +
                    ") while rank(s) that arrived before it on GPU " + std::to_string(device) +
-                   " called another collective, algorithm or type";
+                   " called another collective, algorithm, protocol or type";
+  } else if (g.channels != shape.channels || g.slot_bytes != shape.slot_bytes) {
+    if (g.mismatch.empty())
+      g.mismatch = "rank " + std::to_string(rank) + " calls " + K::name + " with " + std::to_string(shape.channels) +
+                   " channels of " + std::to_string(shape.slot_bytes) + "-byte slots while rank(s) that arrived before it on GPU " +
+                   std::to_string(device) + " called it with " + std::to_string(g.channels) + " of " +
+                   std::to_string(g.slot_bytes) + " (tunings differ)";
   }
   if (g.mismatch.empty())
     std::memcpy(g.params.data() + offsetof(params_t, rank) + sizeof(kernels::rank_params<T, Op>) * static_cast<std::size_t>(li),
@@ -235,11 +271,12 @@ void launch_on(world& w, int rank, coll_args a, const T* in, T* out, Op op, cuda
       if (j != li) e = cudaStreamWaitEvent(stream, g.ready[static_cast<std::size_t>(j)], 0);
     params_t p;
     std::memcpy(static_cast<void*>(&p), g.params.data(), sizeof p);
-    if constexpr (std::is_same_v<K, kind::send_recv>) result = launch_detail::check_p2p_launch(w, g, p);
+    if constexpr (std::is_same_v<K, kind::send_recv>) result = launch_detail::check_p2p_launch(w, g, p, shape);
     if (e == cudaSuccess && result.empty()) {
       p.h = w.handle<Handle>(rank);
+      p.h.slot_bytes = shape.slot_bytes;
       p.nlocal = nlocal;
-      e = launch_detail::enqueue_kernel<K, Algo, Tuning>(w, p, w.opts().cooperative, stream);
+      e = launch_detail::enqueue_kernel<K, Algo, KT>(w, p, channels, w.opts().cooperative, stream);
     }
     if (e == cudaSuccess && result.empty()) e = cudaEventRecord(g.done, stream);
     if (e != cudaSuccess) {

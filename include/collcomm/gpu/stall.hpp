@@ -48,11 +48,11 @@ inline void check_stall(world& w, int rank) {
   }
   transport::stall_record s{};
   auto scan = [&] {
-    for (int r = 0; r < w.nranks() && !s.stalled; ++r) {
-      s = w.stall_of((rank + r) % w.nranks());  // this rank's own record first
+    for (int r = 0; r < w.size() && !s.stalled; ++r) {
+      s = w.stall_of((rank + r) % w.size());  // this rank's own record first
       if (s.stalled == 2) {                      // being written: it is a few stores from done
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        s = w.stall_of((rank + r) % w.nranks());
+        s = w.stall_of((rank + r) % w.size());
       }
     }
   };

@@ -68,7 +68,7 @@ void launch_handle(handle_list<Handles...>, int index, world& w, int rank, const
 
 // Enqueues rank `rank`'s part of collective K over transport Tr on `stream` (gpu/launch.hpp), its
 // kernels taking the device handle the world was made for (transport_traits<Tr>::handle_index).
-template <class K, class Algo, class Tuning = kernels::tuning<>, gpu_transport Tr = transport::nvlink, class T, class Op>
+template <class K, class Algo, tuning_like Tuning = tuning<>, gpu_transport Tr = transport::nvlink, class T, class Op>
 void launch(world& w, int rank, coll_args a, const T* in, T* out, Op op, cudaStream_t stream, void* stage = nullptr) {
   launch_detail::launch_handle<K, Algo, Tuning>(typename transport_traits<Tr>::handles{}, transport_traits<Tr>::handle_index(w),
                                                 w, rank, a, in, out, op, stream, stage);
@@ -81,13 +81,10 @@ void preload_all(handle_list<Handles...>) {
 }
 }  // namespace launch_detail
 
-// Loads the kernels of a composition (every device handle of Tr) on the current device. With
-// CUDA's lazy loading, the first launch of a kernel may wait for every kernel running on the
-// device — and a peer rank's kernel spins until this rank's kernel runs: a deadlock until the
-// timeout. Preload every composition a rank will use before its peers launch (or run with
-// CUDA_MODULE_LOADING=EAGER).
-template <class K, class Algo, class T, class Op, class Tuning = kernels::tuning<>, gpu_transport Tr = transport::nvlink>
-void preload() {
+// Loads the kernels of one composition over Tr (every device handle of it) on the current device
+// (communicator<Tr>::run does it for the calls inside gpu::preload: gpu/communicator.hpp).
+template <class K, class Algo, class T, class Op, tuning_like Tuning, gpu_transport Tr>
+void preload_composition() {
   launch_detail::preload_all<K, Algo, T, Op, Tuning>(typename transport_traits<Tr>::handles{});
 }
 

@@ -134,7 +134,6 @@ class world {
   }
 
   int size() const noexcept { return nranks_; }
-  int nranks() const noexcept { return nranks_; }
   int device_of(int rank) const { return devices_[static_cast<std::size_t>(rank)]; }
   const options& opts() const noexcept { return opts_; }
   int ranks_on_device(int device) const {
@@ -202,6 +201,8 @@ class world {
     int arrived = 0;                           // ranks arrived for the next call
     std::vector<char> present;                 // (local rank): arrived for the next call
     const void* kernel = nullptr;              // the composition the first arrival asked for
+    int channels = 0;                          // and its launch parameters (its tuning's)
+    std::uint32_t slot_bytes = 0;
     std::string mismatch;                      // ranks asked for different compositions
     std::vector<unsigned char> params;         // the next launch's kernel_params, filled by each arrival
     std::vector<cudaEvent_t> ready;            // (local rank): recorded on its stream when it arrived

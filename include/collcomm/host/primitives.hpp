@@ -43,8 +43,9 @@ class primitives {
   // Binds rank `rank`'s buffers for one call on channel a.channel, and exposes them to the peers'
   // direct primitives. in_elems / out_elems: the elements of each buffer the schedule may touch on
   // this rank (0 where the buffer is not significant here). `what`, `algo`: for messages.
+  // `slot_bytes`: the call's message bytes (at most the world's options::slot_bytes).
   primitives(world& w, const coll_args& a, const char* what, const char* algo, const T* in, index_t in_elems, T* out,
-             index_t out_elems, const Op& op)
+             index_t out_elems, const Op& op, std::size_t slot_bytes)
       : w_(w),
         rank_(a.rank),
         nranks_(a.nranks),
@@ -56,7 +57,7 @@ class primitives {
         out_(out),
         out_elems_(out_elems),
         op_(op),
-        slot_elems_(w.opts().slot_bytes / sizeof(T) / align * align),
+        slot_elems_(static_cast<index_t>(slot_bytes / sizeof(T) / align * align)),
         scratch_(w.scratch(rank_)) {
     w.expose(channel_, rank_, {in, in_elems, out, out_elems, kind_});
   }

@@ -15,7 +15,7 @@
 #include <collcomm/kernels/direct_primitives.cuh>
 #include <collcomm/kernels/ll_fifo.cuh>
 #include <collcomm/kernels/simple_fifo.cuh>
-#include <collcomm/protocol.hpp>
+#include <collcomm/tuning.hpp>
 
 #include <type_traits>
 

@@ -4,39 +4,23 @@
 // rank of one GPU that takes part in the call: block (x, y) is channel x of the launch's y-th
 // rank. One launch per GPU per call (gpu/launch.hpp says why). The transport enters as its device
 // handle's type (transport/device_handle.hpp): memory scope and whether peers' buffers can be
-// loaded are compile-time properties of it. Launch bounds come from the tuning type, so equal
-// tunings share one kernel. Kernels have hidden visibility and live in collcomm's versioned
+// loaded are compile-time properties of it. Tuning is a kernel_tuning (tuning.hpp: protocol and
+// threads only), so tunings that differ in launch parameters share one kernel. Kernels have hidden visibility and live in collcomm's versioned
 // inline namespace.
 //
 // This folder (kernels/) is the device side of the GPU executor: it includes algo/, the policy
-// core (types, ops, kinds, protocol) and transport/*_device.hpp, never gpu/ or host/.
+// core (types, ops, kinds, tuning) and transport/*_device.hpp, never gpu/ or host/.
 #pragma once
 
 #include <collcomm/kernels/block_primitives.cuh>
 #include <collcomm/kinds.hpp>
-#include <collcomm/protocol.hpp>
+#include <collcomm/tuning.hpp>
 #include <collcomm/transport/device_handle.hpp>
 
 #include <type_traits>
 
 COLLCOMM_NAMESPACE_BEGIN
 namespace kernels {
-
-// The GPU executor's knobs that change the generated code, as a type holding values (nvcc's
-// kernel stubs do not take class-type template arguments): equal knobs are one type, so they
-// share one kernel. Threads per channel (block): 512 moves 8 KiB per pass with 16-byte vectors.
-// Protocol: how FIFO messages move (protocol.hpp); it picks the kernel's FIFO family.
-template <int Threads = 512, class Protocol = protocol::simple>
-struct tuning {
-  static_assert(protocol_tag<Protocol>, "collcomm protocol axis: use collcomm::protocol::simple or collcomm::protocol::ll.");
-  static constexpr int threads = Threads;
-  using protocol = Protocol;
-};
-
-// The protocol a composition runs with: a with_protocol<A, P> algorithm names it (the host API's
-// spelling), else the tuning does. The two may not disagree.
-template <class Algo, class Tuning>
-using kernel_protocol = protocol_of<Algo, typename Tuning::protocol>;
 
 // The smallest FIFO slot a protocol can use: simple moves 16-byte vectors; ll needs a header line
 // and one data line (gpu::launch refuses smaller slots).
@@ -52,8 +36,7 @@ inline constexpr int max_launch_ranks = 32;
 // to this rank's IPC window, and staging it there in the kernel saves a copy before it.
 template <class K, class Algo>
 constexpr bool stages_channel_range() {
-  using A = algorithm_of<Algo>;
-  if constexpr (requires { A::template peers_read_channel_range<K>; }) return A::template peers_read_channel_range<K>;
+  if constexpr (requires { Algo::template peers_read_channel_range<K>; }) return Algo::template peers_read_channel_range<K>;
   else return false;
 }
 
@@ -79,10 +62,7 @@ constexpr std::size_t kernel_smem_bytes(int nranks) {
 template <class K, class Algo, class T, class Op, class Tuning, class Handle>
 COLLCOMM_KERNEL void __launch_bounds__(Tuning::threads)
     collective_kernel(const __grid_constant__ kernel_params<Handle, T, Op> p) {
-  static_assert(!is_with_protocol<Algo> || std::is_same_v<typename Tuning::protocol, protocol::simple> ||
-                    std::is_same_v<typename Tuning::protocol, protocol_of<Algo>>,
-                "collcomm protocol axis: with_protocol<A, P> and kernels::tuning<Threads, Q> name different protocols; name one");
-  constexpr bool direct = algorithm_of<Algo>::needs_direct;
+  constexpr bool direct = Algo::needs_direct;
   static_assert(!direct || Handle::load_store,
                 "collcomm transport axis: this algorithm loads and stores peers' buffers, and this transport carries "
                 "FIFO messages only: use ring, tree, recursive_doubling or pairwise");
@@ -103,7 +83,7 @@ COLLCOMM_KERNEL void __launch_bounds__(Tuning::threads)
   // this GPU's own memory; a world whose abort word is host memory is refused by the host too).
   if (threadIdx.x == 0) aborted = world_aborted(p.h.entry_abort);
 
-  block_primitives<Handle, T, Op, kernel_protocol<Algo, Tuning>> prims(
+  block_primitives<Handle, T, Op, typename Tuning::protocol> prims(
       p.h, mine.in, mine.out, mine.op, mine.args.rank, channel, smem_steps, smem_steps + n, smem_steps + 2 * n,
       reinterpret_cast<const void**>(smem_steps + 3 * n), &aborted);
   if constexpr (direct) {

@@ -43,7 +43,7 @@ struct tally {
 // Every N for sum (and for the kinds that do not reduce); N = 3 and 8 for the other ops.
 template <class K, class A, class T, class Op>
 void run_composition(gpu::world& w, tally& t) {
-  const int n = w.nranks();
+  const int n = w.size();
   const bool all_n = std::is_same_v<Op, op::sum> || std::is_same_v<Op, op::none>;
   if (!all_n && n != 3 && n != 8) return;
   ++t.compositions;

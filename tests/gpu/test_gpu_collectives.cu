@@ -1,19 +1,14 @@
 // GPU executor: every schedule, ops and types, in and out of place, several ranks on one GPU,
-// CUDA graph capture and replay, and a rank that never joins (label gpu).
+// CUDA graph capture and replay (label gpu). Faults: test_gpu_fault.cu.
 #include "gpu_harness.cuh"
 
-#include <barrier>
 #include <chrono>
-#include <thread>
 
 using namespace collcomm;
 using namespace collcomm_gpu_test;
 using collcomm_test::for_each_schedule;
 
 namespace {
-
-template <class K>
-using kind_op = std::conditional_t<K::reduces, op::sum, op::none>;
 
 void run_all_schedules(int n, int channels) {
   gpu::options o;
@@ -92,99 +87,4 @@ TEST_CASE("20 calls queued per rank, back to back, every schedule, 8 ranks on on
       CHECK_EQ(run_case<K, A, float>(w, case_config{n, count, 0, false}, kind_op<K>{}, false, 20), "");
     }
   });
-}
-
-TEST_CASE("a rank that never joins: the others report it within the timeout [fault]") {
-  gpu::options o;
-  o.timeout = std::chrono::milliseconds(300);
-  {
-    gpu::world w(2, {}, o);
-    float *d_in = nullptr, *d_out = nullptr;
-    REQUIRE_EQ(cudaMalloc(&d_in, 1024 * sizeof(float)), cudaSuccess);
-    REQUIRE_EQ(cudaMalloc(&d_out, 1024 * sizeof(float)), cudaSuccess);
-    coll_args a{};
-    a.rank = 0;
-    a.nranks = 2;
-    a.count = 1024;
-    const auto t0 = std::chrono::steady_clock::now();
-    try {
-      gpu::launch<kind::all_reduce, algo::ring>(w, 0, a, d_in, d_out, op::sum{}, nullptr);  // rank 1 never calls
-      FAIL("no error");
-    } catch (const error& e) {
-      CHECK_EQ(e.code(), errc::timeout);
-      CHECK_EQ(e.rank(), 0);
-      const std::string m = e.what();
-      INFO(m);
-      CHECK(m.find("rank(s) 1") != std::string::npos);
-    }
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    CHECK(secs < 3.0);
-    // The world is failed: a later call is refused at once.
-    try {
-      gpu::launch<kind::all_reduce, algo::ring>(w, 0, a, d_in, d_out, op::sum{}, nullptr);
-      FAIL("no error");
-    } catch (const error& e) {
-      CHECK_EQ(e.code(), errc::aborted);
-    }
-    REQUIRE_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    cudaFree(d_in);
-    cudaFree(d_out);
-  }
-  // The process stays usable: a fresh world runs a collective correctly.
-  gpu::world w2(2);
-  CHECK_EQ((run_case<kind::all_reduce, algo::ring, float>(w2, case_config{2, 1000, 0, false}, op::sum{})), "");
-}
-
-// Inside the kernel: ranks that disagree on the count. The ring's messages then differ in size
-// or never come; every rank's call ends within the timeout and check() names the stall.
-TEST_CASE("ranks that disagree on the count: an error on every rank within the timeout, no hang [fault]") {
-  gpu::options o;
-  o.timeout = std::chrono::milliseconds(300);
-  o.channels = 1;
-  o.slot_bytes = 4096;
-  for (int n : {2, 4}) {
-    gpu::world w(n, {}, o);
-    std::vector<std::string> errors(n);
-    std::vector<double> secs(n);
-    std::vector<std::thread> threads;
-    std::barrier sync_point(n);
-    for (int r = 0; r < n; ++r)
-      threads.emplace_back([&, r] {
-        const index_t count = r == 1 ? 3000 : 5000;
-        float *d_in = nullptr, *d_out = nullptr;
-        cudaMalloc(&d_in, 5000 * sizeof(float));
-        cudaMalloc(&d_out, 5000 * sizeof(float));
-        cudaStream_t s;
-        cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
-        coll_args a{};
-        a.rank = r;
-        a.nranks = n;
-        a.count = count;
-        gpu::preload<kind::all_reduce, algo::ring, float, op::sum>();
-        cudaDeviceSynchronize();
-        sync_point.arrive_and_wait();
-        const auto t0 = std::chrono::steady_clock::now();
-        try {
-          gpu::launch<kind::all_reduce, algo::ring>(w, r, a, d_in, d_out, op::sum{}, s);
-          cudaStreamSynchronize(s);
-          secs[r] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-          gpu::check_stall(w, r);
-        } catch (const error& e) {
-          errors[r] = e.what();
-        }
-        sync_point.arrive_and_wait();
-        cudaFree(d_in);
-        cudaFree(d_out);
-        cudaStreamDestroy(s);
-      });
-    for (auto& t : threads) t.join();
-    for (int r = 0; r < n; ++r) {
-      INFO("n=", n, " rank ", r, ": ", errors[r]);
-      CHECK(!errors[r].empty());
-      CHECK(errors[r].find("timed out waiting for") != std::string::npos);
-      CHECK(secs[r] < 3.0);
-    }
-  }
-  gpu::world w2(3);
-  CHECK_EQ((run_case<kind::all_reduce, algo::ring, float>(w2, case_config{3, 1000, 0, false}, op::sum{})), "");
 }

@@ -1,6 +1,8 @@
-// GPU executor, ll protocol (kernels/ll_primitives.cuh): every schedule with LL lines, several
-// element types, graph capture, protocols alternating on one world, message counters across the
-// 2^32 wrap of the flags (label gpu). Ranks that disagree on the count under ll: test_gpu_fault.cu.
+// GPU executor, ll protocol (kernels/ll_fifo.cuh): ring all_reduce on several element types,
+// graph capture, protocols alternating on one world, message counters across the 2^32 wrap of the
+// flags, and a slot too small for the protocol (label gpu). The sweeps of every schedule with LL
+// lines: test_gpu_ll_reducing.cu, test_gpu_ll_moving.cu, test_gpu_ll_rooted.cu; ranks that
+// disagree on the count under ll: test_gpu_fault.cu.
 #include "gpu_harness.cuh"
 
 #include <chrono>
@@ -8,34 +10,10 @@
 
 using namespace collcomm;
 using namespace collcomm_gpu_test;
-using collcomm_test::for_each_schedule;
 
 namespace {
 
 using ll = kernels::tuning<512, protocol::ll>;
-
-// Small slots (4 KiB: 255 data lines, ~1 KiB of f32 per message) so that many messages flow and
-// slots are reused many times per call; 20 calls queued per rank out of place.
-void run_all_schedules(int n) {
-  gpu::options o;
-  o.channels = 2;
-  o.slot_bytes = 4096;
-  o.timeout = std::chrono::milliseconds(5000);
-  gpu::world w(n, {}, o);
-  for_each_schedule([&]<class K, class A>(std::type_identity<K>, std::type_identity<A>) {
-    for (index_t count : {index_t{0}, index_t{1}, static_cast<index_t>(n + 1), index_t{1031}, index_t{40009}}) {
-      for (int place = 0; place < (has_in_place<K> && supports_in_place<A> ? 2 : 1); ++place) {
-        const int roots[] = {0, n - 1};
-        for (int root : roots) {
-          if (!K::rooted && root != 0) continue;
-          case_config c{n, count, root, place == 1};
-          INFO(std::string(K::name), " ", std::string(A::name), "/ll n=", n, " count=", count, " root=", root, " in_place=", c.in_place, " seed=", fresh_seed());
-          CHECK_EQ((run_case<K, A, float, ll>(w, c, kind_op<K>{}, false, 20)), "");
-        }
-      }
-    }
-  });
-}
 
 // Sets every message count of the world (each rank's send and receive counts, every connection's
 // head and tail) to `m`, as if m messages had moved on every connection. No kernel may run.
@@ -54,10 +32,6 @@ void set_message_counts(gpu::world& w, std::uint64_t m) {
 }
 
 }  // namespace
-
-TEST_CASE("ll: every schedule, f32, N = 1, 2, 3, 4, 8 ranks on one GPU, 20 calls queued per rank") {
-  for (int n : {1, 2, 3, 4, 8}) run_all_schedules(n);
-}
 
 TEST_CASE("ll: ring all_reduce, f16 bf16 i8 f64 u64") {
   for (int n : {3, 4}) {

@@ -1,58 +1,22 @@
 // transport::pcie on the GPU (label gpu): connections staged through pinned host memory
 // (gpu::placement::host), forced on the one GPU of the test machine so that every message goes
-// GPU -> host -> GPU over PCIe. Every FIFO schedule of every kind, N = 1, 2, 3, 4, 8 ranks,
-// counts that do not divide evenly, in and out of place, 20 calls queued, the ll protocol, the
-// host API through communicator<transport::pcie_staged>, direct algorithms on P2P (transport::pcie)
-// and run on the P2P path. Faults over both transports: test_gpu_fault.cu.
-// Fresh random inputs each run (the seed is printed with every failure), outputs poisoned, every
-// element checked against an exact reference.
-#include "gpu_harness.cuh"
+// GPU -> host -> GPU over PCIe: where the connections lie, large slots and many channels, the ll
+// protocol, the host API through communicator<transport::pcie_staged> for every kind, and direct
+// algorithms through communicator<transport::pcie> on the P2P path. Every FIFO schedule staged:
+// test_gpu_pcie_reducing.cu, test_gpu_pcie_moving.cu, test_gpu_pcie_rooted.cu; faults over both
+// transports: test_gpu_fault.cu. Fresh random inputs each run (the seed is printed with every
+// failure), outputs poisoned, every element checked against an exact reference.
+#include "schedule_cases.cuh"
 
 #include <collcomm/algo/one_shot.hpp>
 #include <collcomm/algo/recursive_doubling.hpp>
 #include <collcomm/algo/tree.hpp>
 #include <collcomm/gpu.hpp>
 
-#include <chrono>
+#include <memory>
 
 using namespace collcomm;
 using namespace collcomm_gpu_test;
-using collcomm_test::for_each_schedule;
-
-namespace {
-
-gpu::options staged_options(int channels = 2) {
-  gpu::options o;
-  o.channels = channels;
-  o.slot_bytes = 4096;  // small slots: large counts take many messages, slots are reused often
-  o.timeout = std::chrono::milliseconds(5000);
-  o.connections = gpu::placement::host;
-  return o;
-}
-
-// Every FIFO schedule (direct ones are refused on the staged path: see below), out of place
-// `repeat` times queued, and once in place.
-void run_fifo_schedules(gpu::world& w, int repeat, std::initializer_list<index_t> counts) {
-  const int n = w.nranks();
-  for_each_schedule([&]<class K, class A>(std::type_identity<K>, std::type_identity<A>) {
-    if constexpr (!A::needs_direct) {
-      for (index_t count : counts) {
-        for (int place = 0; place < (has_in_place<K> && supports_in_place<A> ? 2 : 1); ++place) {
-          const int roots[] = {0, n - 1};
-          for (int root : roots) {
-            if (!K::rooted && root != 0) continue;
-            case_config c{n, count, root, place == 1};
-            INFO(std::string(K::name), " ", std::string(A::name), " staged n=", n, " count=", count, " root=", root, " in_place=", c.in_place,
-                 " repeat=", repeat, " seed=", fresh_seed());
-            CHECK_EQ(run_case<K, A, float>(w, c, kind_op<K>{}, false, repeat), "");
-          }
-        }
-      }
-    }
-  });
-}
-
-}  // namespace
 
 TEST_CASE("staged pcie: placement::host puts the connections in mapped host memory") {
   gpu::world w(2, {}, staged_options());
@@ -67,18 +31,6 @@ TEST_CASE("staged pcie: placement::host puts the connections in mapped host memo
   CHECK_EQ(attr.type, cudaMemoryTypeHost);
   // One GPU reaches itself: P2P (transport::pcie) fits; staging is the user's explicit choice here.
   CHECK(transport::all_peers_reachable({0, 0}));
-}
-
-TEST_CASE("staged pcie: every FIFO schedule, f32, N = 1, 2, 3, 4, 8 ranks on one GPU") {
-  for (int n : {1, 2, 3, 4, 8}) {
-    gpu::world w(n, {}, staged_options());
-    run_fifo_schedules(w, 1, {index_t{0}, index_t{1}, static_cast<index_t>(n + 1), index_t{1031}, index_t{40009}});
-  }
-}
-
-TEST_CASE("staged pcie: 20 calls queued per rank, every FIFO schedule, 8 ranks") {
-  gpu::world w(8, {}, staged_options());
-  run_fifo_schedules(w, 20, {index_t{1031}, index_t{40009}});
 }
 
 TEST_CASE("staged pcie: large slots, many channels, 4 ranks (the bench's shape)") {

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The in-process GPU tests (ranks as threads of one process) on the GPU machine, logs under OUT.
 #   bash bench/scripts/gpu_tests.sh OUT [prebuilt|build]
-# prebuilt (default): runs test_gpu_collectives, test_gpu_api, test_gpu_ll and test_gpu_pcie and
-#   the GPU demo (example_02, 8 ranks) from BIN (default .deps/bin), built beforehand on a machine
-#   without a GPU: scripts/build_gpu_here.sh test_gpu_collectives test_gpu_api test_gpu_ll
-#   test_gpu_pcie example; carry .deps/bin. -> OUT/tests.txt, OUT/demo.txt
+# prebuilt (default): runs every in-process GPU test found in BIN (default .deps/bin), each
+#   BIN/test_gpu_* but test_gpu_mp (processes.sh's: it needs MPS), and the GPU demo (example_02,
+#   8 ranks), built beforehand on a machine without a GPU: scripts/build_gpu_here.sh gpu_tests
+#   example; carry .deps/bin. -> OUT/tests.txt, OUT/demo.txt
 # build: configures and builds every GPU test (not the full matrix: matrix.sh), the bench programs
 #   and the GPU demo on the GPU machine (16 cores, ~8 minutes; doctest from .deps/prefix, carry it)
 #   into build-gpu, then runs `ctest -L gpu -LE "gpu_matrix|mp"` (the multi-process tests are
@@ -17,8 +17,9 @@ what=${2:-prebuilt}
 . "$(dirname "$0")/common.sh"
 record_env "$out"
 if [[ $what == prebuilt ]]; then
-  for t in test_gpu_collectives test_gpu_api test_gpu_ll test_gpu_pcie; do
-    [[ -x $BIN/$t ]] || continue
+  for path in "$BIN"/test_gpu_*; do
+    t=${path##*/}
+    [[ -x $path && $t != test_gpu_mp ]] || continue
     t0=$SECONDS
     timeout 300 "$BIN/$t" -d 2>&1 | tail -60
     echo "# $t exit ${PIPESTATUS[0]} ($((SECONDS - t0)) s)"

@@ -5,21 +5,26 @@
 # bench/RESULTS.md's pcie-threads table), logs under OUT. Staged pcie across processes:
 # processes.sh pcie.
 #   bash bench/scripts/pcie_staged.sh OUT         -> OUT/env.txt, OUT/tests.txt, OUT/bench.txt
-# Binaries from BIN (default .deps/bin), built beforehand on a machine without a GPU:
-#   scripts/build_gpu_here.sh test_gpu_pcie bench_pcie
-#   carry: [".deps/bin/test_gpu_pcie", ".deps/bin/collcomm_bench_pcie"]
+# Binaries from BIN (default .deps/bin), built beforehand on a machine without a GPU (the staged
+# tests are test_gpu_pcie and test_gpu_pcie_* for every FIFO schedule; test_gpu_fault runs its
+# pcie cases only):
+#   scripts/build_gpu_here.sh test_gpu_pcie test_gpu_pcie_reducing test_gpu_pcie_moving test_gpu_pcie_rooted test_gpu_fault bench_pcie
+#   carry: [".deps/bin"]
 # Time limits (TT for the tests, TB per bench run, in seconds) keep a slow or stalled run from
 # eating the device session; the bench prints each row as soon as it is measured.
 set -u
 out=${1:?usage: pcie_staged.sh OUT}
 . "$(dirname "$0")/common.sh"
 record_env "$out"
-if [[ -x $BIN/test_gpu_pcie ]]; then
+for t in "$BIN"/test_gpu_pcie "$BIN"/test_gpu_pcie_* "$BIN"/test_gpu_fault; do
+  [[ -x $t ]] || continue
+  filter=()
+  [[ ${t##*/} == test_gpu_fault ]] && filter=(-tc="*pcie*")
   t0=$SECONDS
-  timeout "${TT:-80}" "$BIN/test_gpu_pcie" -d > "$out/tests.txt" 2>&1
-  echo "# test_gpu_pcie exit $? ($((SECONDS - t0)) s)" >> "$out/tests.txt"
-  tail -n 25 "$out/tests.txt"
-fi
+  timeout "${TT:-80}" "$t" -d "${filter[@]}" >> "$out/tests.txt" 2>&1
+  echo "# ${t##*/} exit $? ($((SECONDS - t0)) s)" >> "$out/tests.txt"
+done
+[[ -f $out/tests.txt ]] && grep -E "test cases|exit" "$out/tests.txt"
 if [[ -x $BIN/collcomm_bench_pcie ]]; then
   for r in 2 4 8; do
     echo "\$ collcomm_bench_pcie -r $r -b 1M -e 256M -f 4 -n 6 -w 2 -R 3"

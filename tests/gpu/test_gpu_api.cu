@@ -1,5 +1,6 @@
 // The host API over the GPU executor: communicator<transport::nvlink>, a stream per call, argument
-// checks before anything is enqueued, and a failed world refusing later calls (label gpu).
+// checks before anything is enqueued, and a user epilogue (label gpu). A failed world refusing
+// later calls: test_gpu_fault.cu.
 #include "gpu_harness.cuh"
 
 #include <collcomm/algo/tree.hpp>
@@ -102,30 +103,6 @@ TEST_CASE("bad input on the GPU path: an error naming the argument and the rank,
   cudaMemcpy(bytes.data(), out, bytes.size(), cudaMemcpyDeviceToHost);
   for (unsigned char b : bytes) CHECK_EQ(b, 0x7F);
   cudaFree(out);
-}
-
-TEST_CASE("after a stall the world refuses later calls [fault]") {
-  gpu::options o;
-  o.timeout = std::chrono::milliseconds(200);
-  gpu::world w(2, {}, o);
-  communicator<transport::nvlink> comm(w, 0);
-  float* buf = nullptr;
-  cudaMalloc(&buf, 64 * sizeof(float));
-  try {
-    all_reduce(comm, buf, buf, 64, op::sum{}, cudaStream_t{});  // rank 1 never calls
-    FAIL("no error");
-  } catch (const error& e) {
-    CHECK_EQ(e.code(), errc::timeout);
-    CHECK(std::string(e.what()).find("rank(s) 1") != std::string::npos);
-  }
-  REQUIRE_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  try {
-    all_reduce(comm, buf, buf, 64, op::sum{}, cudaStream_t{});
-    FAIL("no error");
-  } catch (const error& e) {
-    CHECK_EQ(e.code(), errc::aborted);
-  }
-  cudaFree(buf);
 }
 
 namespace {

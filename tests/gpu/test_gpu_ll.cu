@@ -1,46 +1,19 @@
-// GPU executor, ll protocol (kernels/ll_primitives.cuh): every schedule with LL lines, several
-// element types, graph capture, protocols alternating on one world, message counters across the
-// 2^32 wrap of the flags, and ranks that disagree on the count (label gpu).
+// GPU executor, ll protocol (kernels/ll_fifo.cuh): ring all_reduce on several element types,
+// graph capture, protocols alternating on one world, message counters across the 2^32 wrap of the
+// flags, and a slot too small for the protocol (label gpu). The sweeps of every schedule with LL
+// lines: test_gpu_ll_reducing.cu, test_gpu_ll_moving.cu, test_gpu_ll_rooted.cu; ranks that
+// disagree on the count under ll: test_gpu_fault.cu.
 #include "gpu_harness.cuh"
 
-#include <barrier>
 #include <chrono>
 #include <cstdint>
-#include <thread>
 
 using namespace collcomm;
 using namespace collcomm_gpu_test;
-using collcomm_test::for_each_schedule;
 
 namespace {
 
 using ll = kernels::tuning<512, protocol::ll>;
-
-template <class K>
-using kind_op = std::conditional_t<K::reduces, op::sum, op::none>;
-
-// Small slots (4 KiB: 255 data lines, ~1 KiB of f32 per message) so that many messages flow and
-// slots are reused many times per call; 20 calls queued per rank out of place.
-void run_all_schedules(int n) {
-  gpu::options o;
-  o.channels = 2;
-  o.slot_bytes = 4096;
-  o.timeout = std::chrono::milliseconds(5000);
-  gpu::world w(n, {}, o);
-  for_each_schedule([&]<class K, class A>(std::type_identity<K>, std::type_identity<A>) {
-    for (index_t count : {index_t{0}, index_t{1}, static_cast<index_t>(n + 1), index_t{1031}, index_t{40009}}) {
-      for (int place = 0; place < (has_in_place<K> && supports_in_place<A> ? 2 : 1); ++place) {
-        const int roots[] = {0, n - 1};
-        for (int root : roots) {
-          if (!K::rooted && root != 0) continue;
-          case_config c{n, count, root, place == 1};
-          INFO(std::string(K::name), " ", std::string(A::name), "/ll n=", n, " count=", count, " root=", root, " in_place=", c.in_place, " seed=", fresh_seed());
-          CHECK_EQ((run_case<K, A, float, ll>(w, c, kind_op<K>{}, false, 20)), "");
-        }
-      }
-    }
-  });
-}
 
 // Sets every message count of the world (each rank's send and receive counts, every connection's
 // head and tail) to `m`, as if m messages had moved on every connection. No kernel may run.
@@ -59,10 +32,6 @@ void set_message_counts(gpu::world& w, std::uint64_t m) {
 }
 
 }  // namespace
-
-TEST_CASE("ll: every schedule, f32, N = 1, 2, 3, 4, 8 ranks on one GPU, 20 calls queued per rank") {
-  for (int n : {1, 2, 3, 4, 8}) run_all_schedules(n);
-}
 
 TEST_CASE("ll: ring all_reduce, f16 bf16 i8 f64 u64") {
   for (int n : {3, 4}) {
@@ -146,58 +115,4 @@ TEST_CASE("ll: a slot too small for a header and a data line is refused") {
   }
   REQUIRE_EQ(cudaDeviceSynchronize(), cudaSuccess);
   cudaFree(d);
-}
-
-// The header line carries the count: a receiver expecting another count reports it (or, where the
-// message never comes, the missing message) within the timeout, on every rank.
-TEST_CASE("ll: ranks that disagree on the count: an error on every rank within the timeout, no hang [fault]") {
-  gpu::options o;
-  o.timeout = std::chrono::milliseconds(300);
-  o.channels = 1;
-  o.slot_bytes = 4096;
-  for (int n : {2, 4}) {
-    gpu::world w(n, {}, o);
-    std::vector<std::string> errors(n);
-    std::vector<double> secs(n);
-    std::vector<std::thread> threads;
-    std::barrier sync_point(n);
-    for (int r = 0; r < n; ++r)
-      threads.emplace_back([&, r] {
-        const index_t count = r == 1 ? 3000 : 5000;
-        float *d_in = nullptr, *d_out = nullptr;
-        cudaMalloc(&d_in, 5000 * sizeof(float));
-        cudaMalloc(&d_out, 5000 * sizeof(float));
-        cudaStream_t s;
-        cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
-        coll_args a{};
-        a.rank = r;
-        a.nranks = n;
-        a.count = count;
-        gpu::preload<kind::all_reduce, algo::ring, float, op::sum, ll>();
-        cudaDeviceSynchronize();
-        sync_point.arrive_and_wait();
-        const auto t0 = std::chrono::steady_clock::now();
-        try {
-          gpu::launch<kind::all_reduce, algo::ring, ll>(w, r, a, d_in, d_out, op::sum{}, s);
-          cudaStreamSynchronize(s);
-          secs[r] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-          gpu::check_stall(w, r);
-        } catch (const error& e) {
-          errors[r] = e.what();
-        }
-        sync_point.arrive_and_wait();
-        cudaFree(d_in);
-        cudaFree(d_out);
-        cudaStreamDestroy(s);
-      });
-    for (auto& t : threads) t.join();
-    for (int r = 0; r < n; ++r) {
-      INFO("n=", n, " rank ", r, ": ", errors[r]);
-      CHECK(!errors[r].empty());
-      CHECK(errors[r].find("timed out waiting for") != std::string::npos);
-      CHECK(secs[r] < 3.0);
-    }
-  }
-  gpu::world w2(3);
-  CHECK_EQ((run_case<kind::all_reduce, algo::ring, float, ll>(w2, case_config{3, 1000, 0, false}, op::sum{})), "");
 }

@@ -127,25 +127,13 @@ struct ll_fifo {
   };
 
   // The one body behind every FIFO primitive, as simple_fifo::step: value = (op over received) op
-  // load(src); post if fin; store dst; send to each of `to`.
-  // Elements narrower than 4 bytes take the step out of line: nvcc 13.0's device optimizer (cicc)
-  // crashes inlining many such steps into one schedule (tree all_reduce of bf16, both protocols).
-  // 4- and 8-byte elements keep the step inlined, specialized to the call's peer counts.
-  static constexpr bool out_of_line = sizeof(T) < 4;
+  // load(src); post if fin; store dst; send to each of `to`. Inlined into the schedule, specialized
+  // to the call's peer counts; thread 0's connection work may be out of line, as in simple_fifo.
   __device__ static void step(State& c, peers from, const buf_ref* src, const buf_ref* dst, peers to, index_t n,
                               bool fin) {
-    if constexpr (out_of_line) step_out_of_line(c, from, src, dst, to, n, fin);
-    else step_body(c, from, src, dst, to, n, fin);
-  }
-  __device__ __noinline__ static void step_out_of_line(State& c, peers from, const buf_ref* src, const buf_ref* dst,
-                                                       peers to, index_t n, bool fin) {
-    step_body(c, from, src, dst, to, n, fin);
-  }
-  __device__ static void step_body(State& c, peers from, const buf_ref* src, const buf_ref* dst, peers to, index_t n,
-                                   bool fin) {
     if (n == 0) return;
     __shared__ int clean;  // bit k: the slot towards to.rank[k] is rewritten whole (see "Epochs")
-    if (threadIdx.x == 0) clean = reserve_send_slots(c, to);
+    if (threadIdx.x == 0) clean = reserve(c, to);
     __syncthreads();
     if (*c.aborted) return;
 
@@ -158,14 +146,41 @@ struct ll_fifo {
       m.sl[k] = slot_lines(c, c.rank, to.rank[k], c.send_step[to.rank[k]]);
       m.sflag[k] = static_cast<std::uint32_t>(c.send_step[to.rank[k]] + 1);
     }
-    if (threadIdx.x == 0) exchange_headers(c, from, to, m, n);
+    if (threadIdx.x == 0) headers(c, from, to, m, n);
     move_lines(c, from, src, dst, to, m, n, fin);
     if (clean) clean_slots(c, to, m, n, clean);
     __syncthreads();
-    if (threadIdx.x == 0 && !*c.aborted) release(c, from, to, clean);
+    if (threadIdx.x == 0 && !*c.aborted) finish(c, from, to, clean);
   }
 
+  // Thread 0's connection work (the send slots' wait, the headers, the counters) is out of line for
+  // elements narrower than 4 bytes, for the reason simple_fifo gives (nvcc 13.0's cicc segfaults on
+  // the tree all_reduce kernel of such elements when all of every step is inlined); the data path
+  // (move_lines, its polls included) stays inlined.
+  static constexpr bool connection_work_out_of_line = sizeof(T) < 4;
+
  private:
+  __device__ static int reserve(const State& c, peers to) {
+    if constexpr (connection_work_out_of_line) return reserve_out_of_line(c, to);
+    else return reserve_send_slots(c, to);
+  }
+  __device__ static void headers(const State& c, peers from, peers to, const message_lines& m, index_t n) {
+    if constexpr (connection_work_out_of_line) headers_out_of_line(c, from, to, m, n);
+    else exchange_headers(c, from, to, m, n);
+  }
+  __device__ static void finish(const State& c, peers from, peers to, int clean) {
+    if constexpr (connection_work_out_of_line) finish_out_of_line(c, from, to, clean);
+    else release(c, from, to, clean);
+  }
+  __device__ __noinline__ static int reserve_out_of_line(const State& c, peers to) { return reserve_send_slots(c, to); }
+  __device__ __noinline__ static void headers_out_of_line(const State& c, peers from, peers to, const message_lines& m,
+                                                         index_t n) {
+    exchange_headers(c, from, to, m, n);
+  }
+  __device__ __noinline__ static void finish_out_of_line(const State& c, peers from, peers to, int clean) {
+    release(c, from, to, clean);
+  }
+
   __device__ static std::uint64_t* slot_lines(const State& c, int src, int dst, std::uint64_t msg) {
     return reinterpret_cast<std::uint64_t*>(c.slot_bytes(src, dst, msg));
   }
@@ -188,7 +203,7 @@ struct ll_fifo {
 
   // Thread 0: waits (bounded) until every send slot is free, and returns which of them must be
   // rewritten whole (bit k for to.rank[k]: its mark is not of this message's epoch).
-  __device__ static int reserve_send_slots(State& c, peers to) {
+  __device__ static int reserve_send_slots(const State& c, peers to) {
     int clean = 0;
     if (*c.aborted) return clean;
     for (int k = 0; k < to.size; ++k) {
@@ -213,7 +228,7 @@ struct ll_fifo {
 
   // Thread 0: the count travels with the message in its header line, so that a receiver expecting
   // another count says so (stall_size).
-  __device__ static void exchange_headers(State& c, peers from, peers to, const message_lines& m, index_t n) {
+  __device__ static void exchange_headers(const State& c, peers from, peers to, const message_lines& m, index_t n) {
     for (int k = 0; k < to.size; ++k)
       ll_store<scope>(m.sl[k], ll_lo(static_cast<std::uint32_t>(n), m.sflag[k]), ll_hi(0, m.sflag[k]));
     for (int k = 0; k < from.size; ++k) {
@@ -335,7 +350,7 @@ struct ll_fifo {
 
   // Thread 0: marks the rewritten slots; frees the received slots (head) after a fence that
   // orders the block's reads of them (before it through __syncthreads); advances tail.
-  __device__ static void release(State& c, peers from, peers to, int clean) {
+  __device__ static void release(const State& c, peers from, peers to, int clean) {
     for (int k = 0; k < to.size; ++k)
       if (clean & (1 << k)) {
         const std::uint64_t s = c.send_step[to.rank[k]];

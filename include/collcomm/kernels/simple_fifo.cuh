@@ -31,24 +31,12 @@ struct simple_fifo {
   }
 
   // The one body behind every FIFO primitive: value = (op over received) op load(src); post if
-  // fin; store dst; send to each of `to`.
-  // Elements narrower than 4 bytes take the step out of line: nvcc 13.0's device optimizer (cicc)
-  // crashes inlining many such steps into one schedule (tree all_reduce of bf16, both protocols).
-  // 4- and 8-byte elements keep the step inlined, specialized to the call's peer counts.
-  static constexpr bool out_of_line = sizeof(T) < 4;
+  // fin; store dst; send to each of `to`. Inlined into the schedule, specialized to the call's
+  // peer counts; only thread 0's connection work around the data may be out of line (below).
   __device__ static void step(State& c, peers from, const buf_ref* src, const buf_ref* dst, peers to, index_t n,
                               bool fin) {
-    if constexpr (out_of_line) step_out_of_line(c, from, src, dst, to, n, fin);
-    else step_body(c, from, src, dst, to, n, fin);
-  }
-  __device__ __noinline__ static void step_out_of_line(State& c, peers from, const buf_ref* src, const buf_ref* dst,
-                                                       peers to, index_t n, bool fin) {
-    step_body(c, from, src, dst, to, n, fin);
-  }
-  __device__ static void step_body(State& c, peers from, const buf_ref* src, const buf_ref* dst, peers to, index_t n,
-                                   bool fin) {
     if (n == 0) return;
-    if (threadIdx.x == 0 && !*c.aborted) wait_for_connections(c, from, to, n);
+    if (threadIdx.x == 0 && !*c.aborted) wait(c, from, to, n);
     __syncthreads();
     if (*c.aborted) return;
 
@@ -62,17 +50,44 @@ struct simple_fifo {
     rc::run(c.op, c.h.nranks, rsrc, from.size, s, pre, d, sdst, to.size, n, fin);
     __syncthreads();
 
-    if (threadIdx.x == 0) publish(c, from, to, n);
+    if (threadIdx.x == 0) post(c, from, to, n);
   }
 
+  // Thread 0's connection work (the waits before the data, the counters after it) is out of line
+  // for elements narrower than 4 bytes, a call on one thread twice a step; the data path
+  // (reduce_copy::run) stays inlined. Why: nvcc 13.0's device optimizer (cicc) segfaults on the tree
+  // all_reduce kernel of 1- and 2-byte elements, either protocol, when every part of every step is
+  // inlined into it (after its late GVN on that kernel, a pass reads a dangling value). The trigger
+  // is the kernel's size: five step shapes, three copies of the schedule, 8 or 16 elements per
+  // 16-byte vector (4-byte elements, 4 per vector, stay under it; so does every other schedule).
+  // Taking the whole step out of line also avoids it, at the price of a call per step on every
+  // thread and of steps no longer specialized to their peer counts (ring all_reduce of bf16 lost a
+  // tenth of its bandwidth).
+  static constexpr bool connection_work_out_of_line = sizeof(T) < 4;
+
  private:
+  __device__ static void wait(const State& c, peers from, peers to, index_t n) {
+    if constexpr (connection_work_out_of_line) wait_out_of_line(c, from, to, n);
+    else wait_for_connections(c, from, to, n);
+  }
+  __device__ static void post(const State& c, peers from, peers to, index_t n) {
+    if constexpr (connection_work_out_of_line) post_out_of_line(c, from, to, n);
+    else publish(c, from, to, n);
+  }
+  __device__ __noinline__ static void wait_out_of_line(const State& c, peers from, peers to, index_t n) {
+    wait_for_connections(c, from, to, n);
+  }
+  __device__ __noinline__ static void post_out_of_line(const State& c, peers from, peers to, index_t n) {
+    publish(c, from, to, n);
+  }
+
   __device__ static T* slot(const State& c, int src, int dst, std::uint64_t msg) {
     return reinterpret_cast<T*>(c.slot_bytes(src, dst, msg));
   }
 
   // Thread 0: every awaited message has arrived with the expected count, and every send slot is
   // free; else the block stalls.
-  __device__ static void wait_for_connections(State& c, peers from, peers to, index_t n) {
+  __device__ static void wait_for_connections(const State& c, peers from, peers to, index_t n) {
     for (int f : from) {
       transport::fifo_view& conn = c.h.fifo(c.channel, f, c.rank);
       const wait_result r = wait_at_least(conn.tail, c.recv_step[f] + 1, c.h);
@@ -89,7 +104,7 @@ struct simple_fifo {
   // Thread 0: the sizes, then (after a fence that orders the block's slot reads and data stores,
   // which __syncthreads ordered before it) the counters that free the received slots and publish
   // the sent ones, at the handle's scope.
-  __device__ static void publish(State& c, peers from, peers to, index_t n) {
+  __device__ static void publish(const State& c, peers from, peers to, index_t n) {
     using ops = typename State::ops;
     for (int t : to) c.h.fifo(c.channel, c.rank, t).sizes[c.send_step[t] & (c.h.slots - 1)] = n;
     ops::fence();

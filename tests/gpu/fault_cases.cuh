@@ -10,9 +10,8 @@
 //                      waiting for") within the timeout, no hang; then a fresh world works.
 //
 // A case is parameterized on its call path (gpu_harness.cuh): fault_path<Tr, Protocol, Api> is
-// all_reduce ring over transport Tr with protocol Protocol, through gpu::launch (Api = false, the
-// protocol as a kernel tuning) or through communicator<Tr> (Api = true, the protocol as
-// with_protocol<algo::ring, Protocol>). The world's connections are where Tr puts them.
+// all_reduce ring over transport Tr with tuning<Protocol>, through gpu::launch (Api = false) or
+// through communicator<Tr> (Api = true). The world's connections are where Tr puts them.
 #pragma once
 
 #include "gpu_harness.cuh"
@@ -26,26 +25,9 @@
 
 namespace collcomm_gpu_test {
 
-// How each protocol is spelled on each call path.
-template <class Protocol>
-struct protocol_spelling;
-template <>
-struct protocol_spelling<protocol::simple> {
-  using launch_algo = algo::ring;
-  using tuning = kernels::tuning<>;
-  using api_algo = algo::ring;  // the host API's default spelling
-};
-template <>
-struct protocol_spelling<protocol::ll> {
-  using launch_algo = algo::ring;
-  using tuning = kernels::tuning<512, protocol::ll>;
-  using api_algo = with_protocol<algo::ring, protocol::ll>;
-};
-
 template <class Tr, class Protocol, bool Api>
-using fault_path = std::conditional_t<
-    Api, via_api<kind::all_reduce, typename protocol_spelling<Protocol>::api_algo, Tr>,
-    via_launch<kind::all_reduce, typename protocol_spelling<Protocol>::launch_algo, typename protocol_spelling<Protocol>::tuning, Tr>>;
+using fault_path = std::conditional_t<Api, via_api<kind::all_reduce, algo::ring, Tr, tuning<Protocol>>,
+                                      via_launch<kind::all_reduce, algo::ring, tuning<Protocol>, Tr>>;
 
 // The options of a world for transport Tr (its placement), the given timeout (0: the default).
 template <class Tr>

@@ -9,8 +9,8 @@
 // keep their poison (check_outputs.hpp lays out, poisons and checks every rank's buffers).
 //
 // A call reaches the executor one of two ways, a "call path" type:
-//   via_launch<K, Algo, Tuning, Tr>  gpu::launch with a kernel tuning (the protocol), over transport Tr;
-//   via_api<K, Algo, Tr>             the host API: communicator<Tr> and the kind's function (collectives.hpp).
+//   via_launch<K, Algo, Tuning, Tr>  gpu::launch with a tuning (the protocol, channels, slot bytes), over transport Tr;
+//   via_api<K, Algo, Tr, Tuning>     the host API: communicator<Tr> and the kind's function (collectives.hpp).
 // run_case_via<Via, T> runs one case through either; run_case and run_api_case are its two spellings.
 // run_schedules sweeps every schedule of a group of kinds (schedule_groups below), so that the
 // test translation units can each instantiate one group.
@@ -44,13 +44,13 @@ using namespace collcomm_test;
 template <class K>
 using kind_op = std::conditional_t<K::reduces, op::sum, op::none>;
 
-// Call path: gpu::launch<K, Algo, Tuning, Tr> (the executor, a kernel tuning such as the ll protocol).
-template <class K, class Algo, class Tuning = kernels::tuning<>, class Tr = transport::nvlink>
+// Call path: gpu::launch<K, Algo, Tuning, Tr> (the executor, with a call-site tuning such as the ll protocol).
+template <class K, class Algo, class Tuning = tuning<>, class Tr = transport::nvlink>
 struct via_launch {
   using coll_kind = K;
   template <class T, class Op>
   static void preload() {
-    gpu::preload<K, Algo, T, Op, Tuning, Tr>();
+    gpu::preload_composition<K, Algo, T, Op, Tuning, Tr>();
   }
   template <class T, class Op>
   static void call(gpu::world& w, int rank, const coll_args& a, const T* in, T* out, const Op& op, cudaStream_t s) {
@@ -60,23 +60,23 @@ struct via_launch {
 
 // Call path: the host API (collectives.hpp) on a communicator<Tr> of the world (Tr's placement
 // must be the world's: pcie_staged for placement::host, nvlink or pcie for placement::device).
-template <class K, class Algo, class Tr>
+template <class K, class Algo, class Tr, class Tuning = tuning<>>
 struct via_api {
   using coll_kind = K;
   template <class T, class Op>
   static void preload() {
-    gpu::preload<K, Algo, T, Op, kernels::tuning<>, Tr>();
+    gpu::preload_composition<K, Algo, T, Op, Tuning, Tr>();
   }
   template <class T, class Op>
   static void call(gpu::world& w, int rank, const coll_args& a, const T* in, T* out, const Op& op, cudaStream_t s) {
     communicator<Tr> comm(w, rank);
-    if constexpr (std::is_same_v<K, kind::all_reduce>) all_reduce<Algo>(comm, in, out, a.count, op, s);
-    else if constexpr (std::is_same_v<K, kind::reduce_scatter>) reduce_scatter<Algo>(comm, in, out, a.count, op, s);
-    else if constexpr (std::is_same_v<K, kind::all_gather>) all_gather<Algo>(comm, in, out, a.count, s);
-    else if constexpr (std::is_same_v<K, kind::broadcast>) broadcast<Algo>(comm, in, out, a.count, a.root, s);
-    else if constexpr (std::is_same_v<K, kind::reduce>) reduce<Algo>(comm, in, out, a.count, op, a.root, s);
-    else if constexpr (std::is_same_v<K, kind::all_to_all>) all_to_all<Algo>(comm, in, out, a.count, s);
-    else if constexpr (std::is_same_v<K, kind::send_recv>) send_recv<Algo>(comm, in, out, a.count, a.send_peer, a.recv_peer, s);
+    if constexpr (std::is_same_v<K, kind::all_reduce>) all_reduce<Algo, Tuning>(comm, in, out, a.count, op, s);
+    else if constexpr (std::is_same_v<K, kind::reduce_scatter>) reduce_scatter<Algo, Tuning>(comm, in, out, a.count, op, s);
+    else if constexpr (std::is_same_v<K, kind::all_gather>) all_gather<Algo, Tuning>(comm, in, out, a.count, s);
+    else if constexpr (std::is_same_v<K, kind::broadcast>) broadcast<Algo, Tuning>(comm, in, out, a.count, a.root, s);
+    else if constexpr (std::is_same_v<K, kind::reduce>) reduce<Algo, Tuning>(comm, in, out, a.count, op, a.root, s);
+    else if constexpr (std::is_same_v<K, kind::all_to_all>) all_to_all<Algo, Tuning>(comm, in, out, a.count, s);
+    else if constexpr (std::is_same_v<K, kind::send_recv>) send_recv<Algo, Tuning>(comm, in, out, a.count, a.send_peer, a.recv_peer, s);
     else static_assert(sizeof(K) == 0, "kind not covered by via_api");
   }
 };
@@ -205,16 +205,16 @@ std::string run_case_via(gpu::world& w, const case_config& c, const Op& op, bool
 }
 
 // The executor's spelling: gpu::launch<K, Algo, Tuning> over nvlink (the matrix and most tests).
-template <class K, class Algo, class T, class Tuning = kernels::tuning<>, class Op>
+template <class K, class Algo, class T, class Tuning = tuning<>, class Op>
 std::string run_case(gpu::world& w, const case_config& c, const Op& op, bool use_graph = false, int repeat = 1) {
   return run_case_via<via_launch<K, Algo, Tuning>, T>(w, c, op, use_graph, repeat);
 }
 
 // The host API's spelling: communicator<Tr> (pcie_staged for a world made with placement::host,
 // nvlink or pcie for one with placement::device), out of place queued `repeat` times.
-template <class K, class Algo, class T, class Op, class Tr = transport::pcie_staged>
+template <class K, class Algo, class T, class Op, class Tr = transport::pcie_staged, class Tuning = tuning<>>
 std::string run_api_case(gpu::world& w, const case_config& c, const Op& op, int repeat = 1) {
-  return run_case_via<via_api<K, Algo, Tr>, T>(w, c, op, false, repeat);
+  return run_case_via<via_api<K, Algo, Tr, Tuning>, T>(w, c, op, false, repeat);
 }
 
 // Groups of schedules: a predicate `has<K, A>` on a kind and an algorithm. The schedule sweeps are
@@ -267,9 +267,9 @@ struct sweep {
 };
 
 // Every schedule of group G on world w: f32, kind_op<K>, through gpu::launch with Tuning.
-template <class G, class Tuning = kernels::tuning<>>
+template <class G, class Tuning = tuning<>>
 void run_schedules(gpu::world& w, const sweep& sw) {
-  const int n = w.nranks();
+  const int n = w.size();
   for_each_schedule_in<G>([&]<class K, class A>(std::type_identity<K>, std::type_identity<A>) {
     const int places = sw.places_and_roots && has_in_place<K> && supports_in_place<A> ? 2 : 1;
     const int nroots = sw.places_and_roots && K::rooted ? 2 : 1;

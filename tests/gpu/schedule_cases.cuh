@@ -49,7 +49,7 @@ void every_schedule_ll() {
     o.slot_bytes = 4096;
     o.timeout = std::chrono::milliseconds(5000);
     gpu::world w(n, {}, o);
-    run_schedules<G, kernels::tuning<512, protocol::ll>>(w, sweep{sweep_counts(n), 20, true, "ll"});
+    run_schedules<G, tuning<protocol::ll>>(w, sweep{sweep_counts(n), 20, true, "ll"});
   }
 }
 

@@ -48,14 +48,17 @@ TEST_CASE("all_reduce through the API on streams: ring, tree, two_shot, in place
 
   on_ranks(w, [&](communicator<transport::nvlink>& comm, std::barrier<>& sync_point) {
     const int r = comm.rank();
-    gpu::preload<kind::all_reduce, algo::ring, float, op::sum>();
-    gpu::preload<kind::all_reduce, algo::tree, float, op::sum>();
-    gpu::preload<kind::all_reduce, algo::two_shot, float, op::sum>();
     cudaStream_t s;
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
     float *buf = nullptr, *out = nullptr;
     cudaMalloc(&buf, count * sizeof(float));
     cudaMalloc(&out, count * sizeof(float));
+    // The calls below, loaded and checked without launching (nothing is enqueued on s).
+    gpu::preload(comm, [&] {
+      all_reduce(comm, buf, out, count, op::sum{}, s);
+      all_reduce<algo::tree>(comm, out, out, count, op::sum{}, s);
+      all_reduce<algo::two_shot>(comm, out, out, count, op::sum{}, s);
+    });
     cudaMemcpy(buf, x[r].data(), count * sizeof(float), cudaMemcpyHostToDevice);
     cudaMemset(out, 0xFF, count * sizeof(float));
     sync_point.arrive_and_wait();
@@ -125,4 +128,52 @@ TEST_CASE("a user epilogue runs inside the kernel, once per final element") {
       CHECK_EQ((run_case<kind::reduce_scatter, algo::ring, float>(w, case_config{n, count, 0, false}, eop)), "");
     }
   }
+}
+
+// The call's tuning (collcomm/tuning.hpp): fewer channels and smaller slots than the world's, for
+// each protocol, one after the other on one world; a tuning above the world's is refused before
+// anything is enqueued, naming the option and the rank.
+TEST_CASE("tuning at the call site: fewer channels and smaller slots than the world's; more refused") {
+  using nvl = transport::nvlink;
+  gpu::options o;
+  o.channels = 4;
+  o.slot_bytes = 1 << 16;
+  gpu::world w(3, {}, o);
+  using one_small = tuning<protocol::simple, 1, 4096>;
+  using two_ll = tuning<protocol::ll, 2, 8192>;
+  using three_mid = tuning<protocol::simple, 3, 16384>;
+  for (index_t count : {index_t{1}, index_t{1031}, index_t{200003}}) {
+    INFO("count=", count, " seed=", fresh_seed());
+    CHECK_EQ((run_api_case<kind::all_reduce, algo::ring, float, op::sum, nvl, one_small>(w, case_config{3, count, 0, false}, op::sum{}, 3)), "");
+    CHECK_EQ((run_api_case<kind::all_reduce, algo::ring, float, op::sum, nvl, two_ll>(w, case_config{3, count, 0, false}, op::sum{}, 3)), "");
+    CHECK_EQ((run_api_case<kind::all_reduce, algo::tree, float, op::sum, nvl, three_mid>(w, case_config{3, count, 0, true}, op::sum{}, 3)), "");
+    CHECK_EQ((run_api_case<kind::all_gather, algo::ring, float, op::none, nvl, one_small>(w, case_config{3, count, 0, false}, op::none{}, 3)), "");
+    CHECK_EQ((run_case<kind::all_reduce, algo::ring, float>(w, case_config{3, count, 0, false}, op::sum{}, false, 2)), "");
+  }
+
+  communicator<transport::nvlink> comm(w, 2);
+  float *in = nullptr, *out = nullptr;
+  cudaMalloc(&in, 64 * sizeof(float));
+  cudaMalloc(&out, 64 * sizeof(float));
+  cudaMemset(out, 0x7F, 64 * sizeof(float));
+  auto refused = [&](auto call, const char* option) {
+    try {
+      call();
+      FAIL("no error for a tuning above the world's ", option);
+    } catch (const error& e) {
+      CHECK_EQ(e.code(), errc::invalid_argument);
+      CHECK_EQ(e.rank(), 2);
+      CHECK_MESSAGE(std::string(e.what()).find(option) != std::string::npos, e.what());
+    }
+  };
+  refused([&] { all_reduce<algo::ring, tuning<protocol::simple, 5>>(comm, in, out, 64, op::sum{}, cudaStream_t{}); }, "'channels' = 4");
+  refused([&] { all_reduce<algo::ring, tuning<protocol::ll, 0, 1 << 17>>(comm, in, out, 64, op::sum{}, cudaStream_t{}); },
+          "'slot_bytes' = 65536");
+  refused([&] { all_reduce<algo::ring, tuning<protocol::ll, 0, 16>>(comm, in, out, 64, op::sum{}, cudaStream_t{}); }, "too small");
+  cudaDeviceSynchronize();
+  std::vector<unsigned char> bytes(64 * sizeof(float));
+  cudaMemcpy(bytes.data(), out, bytes.size(), cudaMemcpyDeviceToHost);
+  for (unsigned char b : bytes) CHECK_EQ(b, 0x7F);
+  cudaFree(in);
+  cudaFree(out);
 }

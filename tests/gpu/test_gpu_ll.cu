@@ -13,7 +13,7 @@ using namespace collcomm_gpu_test;
 
 namespace {
 
-using ll = kernels::tuning<512, protocol::ll>;
+using ll = tuning<protocol::ll>;
 
 // Sets every message count of the world (each rank's send and receive counts, every connection's
 // head and tail) to `m`, as if m messages had moved on every connection. No kernel may run.
@@ -61,19 +61,20 @@ TEST_CASE("ll: calls capture into a CUDA graph and replay") {
   }
 }
 
-// The host API's spelling, with_protocol<A, ll>, launched with the default tuning, is the same
+// The host API's spelling, all_reduce<algo::ring, tuning<protocol::ll>>(comm, ...), is the same
 // protocol; and simple and ll calls alternate on one world (the connections' counts stay shared).
-TEST_CASE("ll: with_protocol, and simple and ll calls alternating on one world") {
+TEST_CASE("ll: tuning<protocol::ll> through the host API, and simple and ll calls alternating on one world") {
   gpu::options o;
   o.slot_bytes = 4096;
   o.channels = 2;
   gpu::world w(4, {}, o);
-  using ring_ll = with_protocol<algo::ring, protocol::ll>;
   for (int i = 0; i < 3; ++i)
     for (index_t count : {index_t{3}, index_t{5000}}) {
       INFO("round ", i, " count=", count, " seed=", fresh_seed());
       CHECK_EQ((run_case<kind::all_reduce, algo::ring, float>(w, case_config{4, count, 0, false}, op::sum{}, false, 3)), "");
-      CHECK_EQ((run_case<kind::all_reduce, ring_ll, float>(w, case_config{4, count, 0, false}, op::sum{}, false, 3)), "");
+      CHECK_EQ((run_api_case<kind::all_reduce, algo::ring, float, op::sum, transport::nvlink, ll>(w, case_config{4, count, 0, false},
+                                                                                                  op::sum{}, 3)),
+               "");
       CHECK_EQ((run_case<kind::all_gather, algo::ring, float, ll>(w, case_config{4, count, 0, false}, op::none{}, false, 3)), "");
     }
 }

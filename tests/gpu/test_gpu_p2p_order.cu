@@ -45,7 +45,7 @@ std::vector<std::string> even_odd_ring(gpu::world& w, index_t count, const std::
       cudaMalloc(&out, (count + 1) * sizeof(float));
       cudaMemcpy(in, x[static_cast<std::size_t>(r)].data(), count * sizeof(float), cudaMemcpyHostToDevice);
       cudaMemset(out, 0xA5, (count + 1) * sizeof(float));  // poison, one past the end too
-      gpu::preload<kind::send_recv, algo::p2p, float, op::none>();
+      gpu::preload(comm, [&] { send_recv(comm, in, out, count, (r + 1) % n, (r + n - 1) % n, s); });
       cudaDeviceSynchronize();
       sync.arrive_and_wait();
       const int next = (r + 1) % n, prev = (r + n - 1) % n;

@@ -45,15 +45,15 @@ TEST_CASE("staged pcie: large slots, many channels, 4 ranks (the bench's shape)"
 }
 
 TEST_CASE("staged pcie: the ll protocol through host memory") {
-  using ring_ll = with_protocol<algo::ring, protocol::ll>;
-  using tree_ll = with_protocol<algo::tree, protocol::ll>;
+  using ll = tuning<protocol::ll>;
+  using staged = transport::pcie_staged;
   for (int n : {2, 4}) {
     gpu::world w(n, {}, staged_options());
     for (index_t count : {index_t{1}, index_t{1031}, index_t{40009}}) {
       INFO("n=", n, " count=", count, " seed=", fresh_seed());
-      CHECK_EQ((run_case<kind::all_reduce, ring_ll, float>(w, case_config{n, count, 0, false}, op::sum{}, false, 20)), "");
-      CHECK_EQ((run_case<kind::all_reduce, tree_ll, float>(w, case_config{n, count, 0, false}, op::sum{}, false, 20)), "");
-      CHECK_EQ((run_case<kind::all_gather, ring_ll, float>(w, case_config{n, count, 0, false}, op::none{}, false, 20)), "");
+      CHECK_EQ((run_api_case<kind::all_reduce, algo::ring, float, op::sum, staged, ll>(w, case_config{n, count, 0, false}, op::sum{}, 20)), "");
+      CHECK_EQ((run_api_case<kind::all_reduce, algo::tree, float, op::sum, staged, ll>(w, case_config{n, count, 0, false}, op::sum{}, 20)), "");
+      CHECK_EQ((run_api_case<kind::all_gather, algo::ring, float, op::none, staged, ll>(w, case_config{n, count, 0, false}, op::none{}, 20)), "");
     }
   }
 }

@@ -273,3 +273,63 @@ TEST_CASE("host smoke: every kind with its default algorithm (i32, exact)") {
     CHECK(wrong == 0);
   }
 }
+
+// The call's tuning (collcomm/tuning.hpp): a call may use fewer channels and smaller slots than its
+// world allocated, calls of different tunings share the world's connections one after the other,
+// and a tuning above the world's is refused on every rank, naming the option and the rank, with
+// the output untouched.
+TEST_CASE("host smoke: the call's tuning, fewer channels and smaller slots than the world's; more refused") {
+  using collcomm::tuning;
+  using collcomm::protocol::simple;
+  const int n = 5;
+  const index_t count = 3001;
+  collcomm::host::options opt;
+  opt.channels = 3;
+  opt.slot_bytes = 4096;
+  collcomm::host::world w(n, opt);
+  std::mt19937_64 rng(test_seed() ^ 4000);
+  const int calls = 4;
+  std::vector<std::vector<std::vector<std::int32_t>>> in(calls), out(calls);
+  for (int c = 0; c < calls; ++c) {
+    in[c] = random_inputs<std::int32_t>(n, count, rng);
+    out[c].assign(n, std::vector<std::int32_t>(count, -7));
+  }
+  collcomm::host::run_ranks(w, [&](comm_t& comm) {
+    const int r = comm.rank();
+    collcomm::all_reduce<collcomm::algo::ring, tuning<simple, 1, 16>>(comm, in[0][r].data(), out[0][r].data(), count);
+    collcomm::all_reduce<collcomm::algo::ring>(comm, in[1][r].data(), out[1][r].data(), count);
+    collcomm::all_reduce<collcomm::algo::tree, tuning<simple, 2, 256>>(comm, in[2][r].data(), out[2][r].data(), count);
+    collcomm::all_reduce<collcomm::algo::ring, tuning<simple, 3, 4096>>(comm, in[3][r].data(), out[3][r].data(), count);
+  });
+  int wrong = 0;
+  for (int c = 0; c < calls; ++c)
+    for (index_t i = 0; i < count; ++i) {
+      std::uint32_t ref = 0;
+      for (int r = 0; r < n; ++r) ref += static_cast<std::uint32_t>(in[c][r][i]);
+      for (int r = 0; r < n; ++r)
+        if (static_cast<std::uint32_t>(out[c][r][i]) != ref && wrong++ < 5)
+          FAIL_CHECK("call " << c << " rank " << r << " element " << i << ": got " << out[c][r][i]);
+    }
+  CHECK(wrong == 0);
+
+  std::vector<std::string> errors(n);
+  std::vector<std::vector<std::int32_t>> untouched(n, std::vector<std::int32_t>(count, -7));
+  collcomm::host::run_ranks(w, [&](comm_t& comm) {
+    const int r = comm.rank();
+    try {
+      if (r % 2 == 0) collcomm::all_reduce<collcomm::algo::ring, tuning<simple, 4>>(comm, in[0][r].data(), untouched[r].data(), count);
+      else collcomm::all_reduce<collcomm::algo::ring, tuning<simple, 0, 8192>>(comm, in[0][r].data(), untouched[r].data(), count);
+    } catch (const collcomm::error& e) {
+      errors[r] = e.what();
+      CHECK(e.code() == collcomm::errc::invalid_argument);
+      CHECK(e.rank() == r);
+    }
+  });
+  for (int r = 0; r < n; ++r) {
+    CAPTURE(r);
+    CAPTURE(errors[r]);
+    CHECK(errors[r].find(r % 2 == 0 ? "'channels' = 3" : "'slot_bytes' = 4096") != std::string::npos);
+    CHECK(errors[r].find("rank " + std::to_string(r)) != std::string::npos);
+    CHECK(std::count(untouched[r].begin(), untouched[r].end(), -7) == count);
+  }
+}

@@ -62,6 +62,7 @@
 #include <collcomm/compose.hpp>
 #include <collcomm/config.hpp>
 #include <collcomm/error.hpp>
+#include <collcomm/group.hpp>
 #include <collcomm/kinds.hpp>
 #include <collcomm/ops.hpp>
 #include <collcomm/tuning.hpp>
@@ -133,7 +134,7 @@ class arg_checker {
           std::to_string(nranks_) + ")" + (allow_none ? " and is not collcomm::no_peer (-1)" : ""));
     if (value == rank_ && !allow_self)
       bad("argument '" + std::string(name) + "' = " + std::to_string(value) +
-          " is this rank: a blocking send or receive with oneself cannot complete; use send_recv");
+          " is this rank: a blocking send or receive with oneself cannot complete; use send_recv, or a collcomm::group");
   }
 
   // A buffer of `elems` significant elements: when elems > 0 it must be non-null and aligned.
@@ -388,14 +389,63 @@ void send_recv(communicator<Tr>& comm, const T* send, T* recv, index_t count, in
   detail::run_checked<kind::send_recv, Algo, Tuning>(comm, a, send, in_e, recv, out_e, op::none{}, std::forward<Stream>(stream)...);
 }
 
+namespace detail {
+
+// Runs a group's send and recv (either may be null) as one send_recv call (group.hpp).
+template <class Algo, class Tuning, class Tr, class T>
+void run_deferred(const deferred_p2p* s, const deferred_p2p* r) {
+  const deferred_p2p& any = s ? *s : *r;
+  auto& comm = *static_cast<communicator<Tr>*>(any.comm);
+  const T* in = s ? static_cast<const T*>(s->buf) : nullptr;
+  T* out = r ? static_cast<T*>(r->buf) : nullptr;
+  const int send_peer = s ? s->peer : no_peer, recv_peer = r ? r->peer : no_peer;
+  if constexpr (takes_stream<Tr>)
+    send_recv<Algo, Tuning>(comm, in, out, any.count, send_peer, recv_peer,
+                            static_cast<typename communicator<Tr>::stream_type>(any.stream));
+  else send_recv<Algo, Tuning>(comm, in, out, any.count, send_peer, recv_peer);
+}
+
+// Records a send or recv in this thread's group. The stream is converted now, as a call outside a
+// group would (run_checked's checks).
+template <class Algo, class Tuning, class Tr, class T, class... Stream>
+void defer_p2p(communicator<Tr>& comm, bool is_send, const T* buf, index_t count, int peer, Stream&&... stream) {
+  deferred_p2p d;
+  d.comm = &comm;
+  d.key = &composition_tag<Algo, Tuning, Tr, T>;
+  d.buf = const_cast<T*>(buf);
+  d.count = count;
+  d.peer = peer;
+  d.rank = comm.rank();
+  d.size = comm.size();
+  d.is_send = is_send;
+  d.run = &run_deferred<Algo, Tuning, Tr, T>;
+  if constexpr (takes_stream<Tr>) {
+    using stream_t = typename communicator<Tr>::stream_type;
+    static_assert(sizeof...(Stream) == 1,
+                  "collcomm: a GPU send or recv takes the stream it is ordered on as its last argument, e.g. "
+                  "send(comm, buf, count, peer, stream)");
+    static_assert((std::is_convertible_v<Stream&&, stream_t> && ...),
+                  "collcomm: the last argument of a GPU send or recv must be a cudaStream_t, or convert to one");
+    if constexpr (sizeof...(Stream) == 1 && (std::is_convertible_v<Stream&&, stream_t> && ...))
+      ((d.stream = static_cast<void*>(static_cast<stream_t>(std::forward<Stream>(stream)))), ...);
+  } else {
+    static_assert(sizeof...(Stream) == 0,
+                  "collcomm: the host executor's collectives run on the calling thread and take no stream argument");
+  }
+  this_thread_group().calls.push_back(d);
+}
+
+}  // namespace detail
+
 // Blocking send of buf[0, count) to `peer` (not this rank); matched by recv on the peer.
 template <class Algo = algo::p2p, class Tuning = tuning<>, class Tr, class T, class... Stream>
 void send(communicator<Tr>& comm, const T* buf, index_t count, int peer, Stream&&... stream) {
   check_composition<kind::send_recv, Algo, Tr, op::none, T>();
   const detail::arg_checker<T> c("send", comm.rank(), comm.size());
   const index_t e = c.elems("count", count);
-  c.peer_arg("peer", peer, false, false);
+  c.peer_arg("peer", peer, false, detail::in_group());
   c.buffer("buf", buf, e, "count", count);
+  if (detail::in_group()) return detail::defer_p2p<Algo, Tuning>(comm, true, buf, count, peer, std::forward<Stream>(stream)...);
   coll_args a;
   a.count = count;
   a.send_peer = peer;
@@ -408,8 +458,9 @@ void recv(communicator<Tr>& comm, T* buf, index_t count, int peer, Stream&&... s
   check_composition<kind::send_recv, Algo, Tr, op::none, T>();
   const detail::arg_checker<T> c("recv", comm.rank(), comm.size());
   const index_t e = c.elems("count", count);
-  c.peer_arg("peer", peer, false, false);
+  c.peer_arg("peer", peer, false, detail::in_group());
   c.buffer("buf", buf, e, "count", count);
+  if (detail::in_group()) return detail::defer_p2p<Algo, Tuning>(comm, false, buf, count, peer, std::forward<Stream>(stream)...);
   coll_args a;
   a.count = count;
   a.recv_peer = peer;

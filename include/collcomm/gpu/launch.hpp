@@ -147,7 +147,8 @@ std::string check_p2p_launch(const world& w, world::launch_group& g, const kerne
       return "rank " + std::to_string(a.rank) + " receives from rank " + std::to_string(a.recv_peer) +
              ", which sends to it neither in this call nor before: ranks of one GPU launch their i-th calls together, so "
              "it waits for a call that cannot start until this one ends. Make the send and the receive of each pair "
-             "the same call (send_recv), or make both in one collcomm::group";
+             "one call: send_recv(comm, send, recv, count, send_peer, recv_peer, stream), or make them in a "
+             "collcomm::group([&] { send(...); recv(...); })";
     pending[k] -= 1;
     bytes[k] -= std::min<std::uint64_t>(bytes[k], a.count * sizeof(T));
   }
@@ -157,7 +158,8 @@ std::string check_p2p_launch(const world& w, world::launch_group& g, const kerne
              std::to_string(g.ranks[k % nl]) + " that it does not receive in this call, more than the connection holds (" +
              std::to_string(capacity) + " bytes): ranks of one GPU launch their i-th calls together, so the sender "
              "would wait for a receive that cannot start until this call ends. Make the send and the receive of each "
-             "pair the same call (send_recv), or make both in one collcomm::group";
+             "pair one call: send_recv(comm, send, recv, count, send_peer, recv_peer, stream), or make them in a "
+             "collcomm::group([&] { send(...); recv(...); })";
   g.p2p_pending = std::move(pending);
   g.p2p_pending_bytes = std::move(bytes);
   return {};

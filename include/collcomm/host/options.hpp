@@ -29,8 +29,11 @@ struct options {
   // Process worlds only (process_world.hpp): bytes of each rank's window in the shared segment,
   // through which the direct algorithms (one_shot, two_shot, direct) stage a call's buffers; a
   // direct call whose input and output together need more throws errc::invalid_argument naming
-  // this option. Pages are touched only as far as calls use them. >= 4096.
-  std::size_t window_bytes = std::size_t{4} << 20;
+  // this option. The segment is sparse: pages are touched only as far as calls use them, but
+  // /dev/shm must have room for every rank's whole window (docker's default 64 MiB does not for
+  // several ranks: --shm-size). The default takes two_shot and one_shot to 32 MiB buffers in and
+  // out of place. >= 4096.
+  std::size_t window_bytes = std::size_t{64} << 20;
 };
 
 }  // namespace host

@@ -69,10 +69,11 @@ void run_bench(const bench_settings& st, double copy_bw) {
   const std::size_t max_bytes = sizes.back();
 
   if (!st.json) {
-    std::printf("# %s %s %s %s ranks=%d ranks_per_gpu=%d channels=%d slot_bytes=%zu iters=%d graph=%d "
-                "copy_bw=%.1f GB/s\n",
-                K::name, algo_name.c_str(), element_name<T>, op_name<Op>(), n, per_gpu, o.channels, o.slot_bytes, st.iters,
-                st.graph, copy_bw / 1e9);
+    std::printf(
+        "# %s %s %s %s ranks=%d ranks_per_gpu=%d channels=%d slot_bytes=%zu iters=%d graph=%d "
+        "copy_bw=%.1f GB/s\n",
+        K::name, algo_name.c_str(), element_name<T>, op_name<Op>(), n, per_gpu, o.channels, o.slot_bytes, st.iters,
+        st.graph, copy_bw / 1e9);
     bench::print_table_header(bench::text("%6s", "mem%"));
   }
 
@@ -102,8 +103,10 @@ void run_bench(const bench_settings& st, double copy_bw) {
     std::string why;
     na = bench::nccl::load(why);
     if (na) ncomms = bench::nccl::make_comms(*na, devices, why);
-    if (ncomms.empty()) std::printf("# nccl: not run: %s\n", why.c_str());
-    else std::printf("# nccl %d: same sizes, out of place, stream-launched, on the lines marked 'nccl'\n", na->version);
+    if (ncomms.empty())
+      std::printf("# nccl: not run: %s\n", why.c_str());
+    else
+      std::printf("# nccl %d: same sizes, out of place, stream-launched, on the lines marked 'nccl'\n", na->version);
   }
   auto time_nccl = [&](int r, std::size_t bytes, index_t count, T* in, T* out, cudaStream_t s,
                        bench::event_timer& timer) {
@@ -111,12 +114,16 @@ void run_bench(const bench_settings& st, double copy_bw) {
     auto ncall = [&] {
       ncclResult_t e = ncclSuccess;
       ncclComm_t c = ncomms[r];
-      if constexpr (std::is_same_v<K, kind::all_reduce>) e = na->all_reduce(in, out, count, t, ncclSum, c, s);
+      if constexpr (std::is_same_v<K, kind::all_reduce>)
+        e = na->all_reduce(in, out, count, t, ncclSum, c, s);
       else if constexpr (std::is_same_v<K, kind::reduce_scatter>)
         e = na->reduce_scatter(in, out, count, t, ncclSum, c, s);
-      else if constexpr (std::is_same_v<K, kind::all_gather>) e = na->all_gather(in, out, count, t, c, s);
-      else if constexpr (std::is_same_v<K, kind::broadcast>) e = na->broadcast(in, out, count, t, 0, c, s);
-      else if constexpr (std::is_same_v<K, kind::reduce>) e = na->reduce(in, out, count, t, ncclSum, 0, c, s);
+      else if constexpr (std::is_same_v<K, kind::all_gather>)
+        e = na->all_gather(in, out, count, t, c, s);
+      else if constexpr (std::is_same_v<K, kind::broadcast>)
+        e = na->broadcast(in, out, count, t, 0, c, s);
+      else if constexpr (std::is_same_v<K, kind::reduce>)
+        e = na->reduce(in, out, count, t, ncclSum, 0, c, s);
       else if constexpr (std::is_same_v<K, kind::all_to_all>)
         e = na->all_to_all ? na->all_to_all(in, out, count, t, c, s) : ncclInvalidUsage;
       if (e != ncclSuccess) bench::die("rank " + std::to_string(r) + ": NCCL: " + na->error_string(e));
@@ -135,10 +142,11 @@ void run_bench(const bench_settings& st, double copy_bw) {
     if (r == 0) {
       const double algbw = bench::algbw(bytes, us);
       if (st.json)
-        std::printf("{\"impl\":\"nccl\",\"kind\":\"%s\",\"type\":\"%s\",\"ranks\":%d,\"bytes\":%zu,\"count\":%zu,"
-                    "\"time_us\":%.3f,\"algbw\":%.3f,\"busbw\":%.3f}\n",
-                    K::name, element_name<T>, n, bytes, static_cast<std::size_t>(count), us, algbw,
-                    algbw * bench::bus_factor<K>(n));
+        std::printf(
+            "{\"impl\":\"nccl\",\"kind\":\"%s\",\"type\":\"%s\",\"ranks\":%d,\"bytes\":%zu,\"count\":%zu,"
+            "\"time_us\":%.3f,\"algbw\":%.3f,\"busbw\":%.3f}\n",
+            K::name, element_name<T>, n, bytes, static_cast<std::size_t>(count), us, algbw,
+            algbw * bench::bus_factor<K>(n));
       else
         std::printf("  %12zu %12zu %5s %5s | %9.2f %9.2f %9.2f   nccl\n", bytes, static_cast<std::size_t>(count),
                     element_name<T>, op_name<Op>(), us, algbw, algbw * bench::bus_factor<K>(n));
@@ -297,15 +305,15 @@ void run_bench(const bench_settings& st, double copy_bw) {
               // header line (ll).
               const index_t slot = ll ? static_cast<index_t>((o.slot_bytes / 16 - 1) * 8 / sizeof(T)) / align * align
                                       : static_cast<index_t>(o.slot_bytes / sizeof(T)) / align * align;
-              const double mem = bench::traffic_bytes<K, Algo>(base, o.channels, slot, align, sizeof(T),
-                                                                            ll ? 2 : 1) /
+              const double mem = bench::traffic_bytes<K, Algo>(base, o.channels, slot, align, sizeof(T), ll ? 2 : 1) /
                                  (us * 1e-6) / copy_bw;
               if (st.json)
-                std::printf("{\"kind\":\"%s\",\"algo\":\"%s\",\"type\":\"%s\",\"op\":\"%s\",\"ranks\":%d,\"graph\":%d,"
-                            "\"bytes\":%zu,\"count\":%zu,\"in_place\":%d,\"time_us\":%.3f,\"algbw\":%.3f,"
-                            "\"busbw\":%.3f,\"mem_frac\":%.4f,\"wrong\":%ld,\"copy_bw\":%.1f}\n",
-                            K::name, algo_name.c_str(), element_name<T>, op_name<Op>(), n, st.graph, bytes,
-                            static_cast<std::size_t>(count), place, us, algbw, busbw, mem, wrong_all, copy_bw / 1e9);
+                std::printf(
+                    "{\"kind\":\"%s\",\"algo\":\"%s\",\"type\":\"%s\",\"op\":\"%s\",\"ranks\":%d,\"graph\":%d,"
+                    "\"bytes\":%zu,\"count\":%zu,\"in_place\":%d,\"time_us\":%.3f,\"algbw\":%.3f,"
+                    "\"busbw\":%.3f,\"mem_frac\":%.4f,\"wrong\":%ld,\"copy_bw\":%.1f}\n",
+                    K::name, algo_name.c_str(), element_name<T>, op_name<Op>(), n, st.graph, bytes,
+                    static_cast<std::size_t>(count), place, us, algbw, busbw, mem, wrong_all, copy_bw / 1e9);
               else {
                 if (place == 0) bench::print_row_start(bytes, count, element_name<T>, op_name<Op>());
                 bench::print_placement(us, algbw, busbw, bench::text("%5.0f%%", mem * 100), wrong_all,
@@ -343,17 +351,19 @@ int main(int argc, char** argv) {
   setenv("CUDA_MODULE_LOADING", "EAGER", 0);
   bench_settings st;
   std::vector<bench::flag> flags = bench::shared_flags(st);
-  flags.insert(flags.end(), {
-      {"-t", &st.type, "element type: f32 or bf16"},
-      {"-o", &st.op, "op of the reducing kinds: sum"},
-      {"-g", &st.ranks_per_gpu, "ranks per GPU (rank r on GPU r / g); 0: every rank on GPU 0"},
-      {"-p", &st.protocol, "protocol of FIFO algorithms: simple or ll"},
-      {"-G", bench::presence{&st.graph}, "replay the -n calls of every rank from one CUDA graph"},
-      {"--check-max", &st.check_max_bytes, "check sizes up to this many bytes (the host reference is slow)"},
-      {"--no-in-place", bench::presence{&st.in_place, false}, "out of place only"},
-      {"--json", bench::presence{&st.json}, "one JSON object per measurement instead of the table"},
-      {"--nccl", bench::presence{&st.nccl}, "NCCL's same collective on the same ranks after ours"},
-  });
+  flags.insert(
+      flags.end(),
+      {
+          {"-t", &st.type, "element type: f32 or bf16"},
+          {"-o", &st.op, "op of the reducing kinds: sum"},
+          {"-g", &st.ranks_per_gpu, "ranks per GPU (rank r on GPU r / g); 0: every rank on GPU 0"},
+          {"-p", &st.protocol, "protocol of FIFO algorithms: simple or ll"},
+          {"-G", bench::presence{&st.graph}, "replay the -n calls of every rank from one CUDA graph"},
+          {"--check-max", &st.check_max_bytes, "check sizes up to this many bytes (the host reference is slow)"},
+          {"--no-in-place", bench::presence{&st.in_place, false}, "out of place only"},
+          {"--json", bench::presence{&st.json}, "one JSON object per measurement instead of the table"},
+          {"--nccl", bench::presence{&st.nccl}, "NCCL's same collective on the same ranks after ours"},
+      });
   bench::parse_flags(argc, argv, flags,
                      "collcomm_bench -k KIND -a ALGO -t f32|bf16 -r RANKS -b MIN -e MAX -f FACTOR -n CALLS "
                      "-w WARMUP -R REPS -c 0|1 [-G] [--json] [--nccl]");
@@ -374,9 +384,11 @@ int main(int argc, char** argv) {
                 (!K::reduces || st.op == "sum")) {
               if (st.protocol == "simple") run_bench<K, A, T, Op>(st, bw);
               // direct schedules move no FIFO messages
-              else if constexpr (!A::needs_direct) run_bench<K, A, T, Op, tuning<protocol::ll>>(st, bw);
-              else bench::die(std::string("algorithm ") + A::name +
-                              " moves no FIFO messages: protocol ll changes nothing for it");
+              else if constexpr (!A::needs_direct)
+                run_bench<K, A, T, Op, tuning<protocol::ll>>(st, bw);
+              else
+                bench::die(std::string("algorithm ") + A::name +
+                           " moves no FIFO messages: protocol ll changes nothing for it");
               ran = true;
             }
           }

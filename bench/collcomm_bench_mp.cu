@@ -126,8 +126,10 @@ int run(const mp_settings& st) {
     double copy_bw = 0;
     bench::pinned_bandwidth pinned{};
     if (me == 0) {
-      if constexpr (pcie) pinned = bench::measure_pinned_bandwidth();
-      else copy_bw = bench::copy_bandwidth(1, 5);
+      if constexpr (pcie)
+        pinned = bench::measure_pinned_bandwidth();
+      else
+        copy_bw = bench::copy_bandwidth(1, 5);
     }
     boot.barrier();
     Comm comm(boot, 0, o);
@@ -147,16 +149,18 @@ int run(const mp_settings& st) {
     boot.barrier();
     bench::event_timer timer;
     if (me == 0 && !pcie) {
-      std::printf("# %s %s f32 sum processes=%d (one GPU, nvlink IPC) channels=%d slot_bytes=%zu iters=%d graph=%d "
-                  "copy_bw=%.1f GB/s\n",
-                  K::name, A::name, n, ro.channels, ro.slot_bytes, st.iters, st.graph, copy_bw / 1e9);
+      std::printf(
+          "# %s %s f32 sum processes=%d (one GPU, nvlink IPC) channels=%d slot_bytes=%zu iters=%d graph=%d "
+          "copy_bw=%.1f GB/s\n",
+          K::name, A::name, n, ro.channels, ro.slot_bytes, st.iters, st.graph, copy_bw / 1e9);
       bench::print_table_header(bench::text("%6s", "mem%"));
     } else if (me == 0) {
-      std::printf("# %s %s f32 sum processes=%d (one GPU, pcie staged through POSIX shm + cudaHostRegister) "
-                  "channels=%d slot_bytes=%zu slots=%d iters=%d; "
-                  "pinned copy h2d=%.1f GB/s d2h=%.1f GB/s, both at once %.1f GB/s each way\n",
-                  K::name, A::name, n, ro.channels, ro.slot_bytes, ro.slots, st.iters, pinned.h2d / 1e9,
-                  pinned.d2h / 1e9, pinned.both / 1e9);
+      std::printf(
+          "# %s %s f32 sum processes=%d (one GPU, pcie staged through POSIX shm + cudaHostRegister) "
+          "channels=%d slot_bytes=%zu slots=%d iters=%d; "
+          "pinned copy h2d=%.1f GB/s d2h=%.1f GB/s, both at once %.1f GB/s each way\n",
+          K::name, A::name, n, ro.channels, ro.slot_bytes, ro.slots, st.iters, pinned.h2d / 1e9, pinned.d2h / 1e9,
+          pinned.both / 1e9);
       bench::print_table_header(bench::text("%5s %5s", "d2h%", "h2d%"));
     }
     const bool has_ip = supports_in_place<A>;
@@ -200,7 +204,8 @@ int run(const mp_settings& st) {
           boot.barrier();
         }
         timer.start(s);
-        if (exec) COLLCOMM_BENCH_CUDA(cudaGraphLaunch(exec, s));
+        if (exec)
+          COLLCOMM_BENCH_CUDA(cudaGraphLaunch(exec, s));
         else
           for (int i = 0; i < iters; ++i) bench::call_collective<K, A>(comm, cin, cout, count, Op{}, s);
         const double mine = timer.stop(s, iters);
@@ -314,12 +319,13 @@ int main(int argc, char** argv) {
   setenv("CUDA_MODULE_LOADING", "EAGER", 0);
   mp_settings st;
   // -n is the number of processes here, so the calls per repetition are -i; one repetition (no -R).
-  std::vector<bench::flag> flags = bench::shared_flags(st, {.ranks = "-n", .iters = "-i", .reps = nullptr,
-                                                            .slot_bytes = "-S"});
-  flags.insert(flags.end(), {
-      {"-T", &st.transport, "transport: nvlink (CUDA IPC) or pcie (staged through POSIX shared memory)"},
-      {"-G", &st.graph, "1: replay the -i calls from a CUDA graph in each process"},
-  });
+  std::vector<bench::flag> flags =
+      bench::shared_flags(st, {.ranks = "-n", .iters = "-i", .reps = nullptr, .slot_bytes = "-S"});
+  flags.insert(flags.end(),
+               {
+                   {"-T", &st.transport, "transport: nvlink (CUDA IPC) or pcie (staged through POSIX shared memory)"},
+                   {"-G", &st.graph, "1: replay the -i calls from a CUDA graph in each process"},
+               });
   bench::parse_flags(argc, argv, flags,
                      "collcomm_bench_mp -n PROCESSES -k KIND -a ALGO -b MIN -e MAX -f FACTOR [-w WARMUP] [-i CALLS] "
                      "[-c 0|1] [-C CHANNELS] [-S SLOT_BYTES] [-T nvlink|pcie] [-G 0|1]");

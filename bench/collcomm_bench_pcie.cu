@@ -77,10 +77,10 @@ void run_kind(gpu::world& w, const pcie_settings& st, double h2d, double d2h) {
   using Op = bench::bench_op<K>;
   const int n = st.ranks;
   const std::vector<std::size_t> sizes = bench::message_sizes(st);
-  std::printf("# %s ring f32 staged pcie: ranks=%d (one GPU) channels=%d slot_bytes=%zu slots=%d iters=%d reps=%d; "
-              "pinned copy h2d=%.1f GB/s d2h=%.1f GB/s\n",
-              K::name, n, w.opts().channels, w.opts().slot_bytes, w.opts().slots, st.iters, st.reps, h2d / 1e9,
-              d2h / 1e9);
+  std::printf(
+      "# %s ring f32 staged pcie: ranks=%d (one GPU) channels=%d slot_bytes=%zu slots=%d iters=%d reps=%d; "
+      "pinned copy h2d=%.1f GB/s d2h=%.1f GB/s\n",
+      K::name, n, w.opts().channels, w.opts().slot_bytes, w.opts().slots, st.iters, st.reps, h2d / 1e9, d2h / 1e9);
   std::printf("# %12s %12s %5s %5s %10s %8s %8s %9s %6s %9s %6s %7s\n", "size(B)", "count", "type", "op", "time(us)",
               "algbw", "busbw", "up(GB/s)", "%d2h", "dn(GB/s)", "%h2d", "#wrong");
   const std::size_t max_elems = sizes.back() / sizeof(float);
@@ -179,10 +179,11 @@ int main(int argc, char** argv) {
   }
   const bench::pinned_bandwidth pinned = bench::measure_pinned_bandwidth();
   const double h2d = pinned.h2d, d2h = pinned.d2h, both = pinned.both;
-  std::printf("# pinned copy bandwidth (cudaMemcpyAsync, 256 MiB, median of 9): host->device %.1f GB/s, "
-              "device->host %.1f GB/s; both at once: %.1f GB/s each way (%%h2d and %%d2h below are of the one-way "
-              "figures)\n",
-              h2d / 1e9, d2h / 1e9, both / 1e9);
+  std::printf(
+      "# pinned copy bandwidth (cudaMemcpyAsync, 256 MiB, median of 9): host->device %.1f GB/s, "
+      "device->host %.1f GB/s; both at once: %.1f GB/s each way (%%h2d and %%d2h below are of the one-way "
+      "figures)\n",
+      h2d / 1e9, d2h / 1e9, both / 1e9);
   try {
     gpu::options o;
     o.connections = gpu::placement::host;  // staged, though the one GPU could reach itself directly

@@ -60,11 +60,11 @@ inline std::string text(const char* format, ...) {
 }
 
 // A CUDA runtime call that must succeed; else die() naming the call and CUDA's error.
-#define COLLCOMM_BENCH_CUDA(call)                                                                    \
-  do {                                                                                               \
-    const cudaError_t collcomm_bench_error_ = (call);                                                \
-    if (collcomm_bench_error_ != cudaSuccess)                                                        \
-      ::collcomm_bench::die(std::string(#call) + ": " + cudaGetErrorString(collcomm_bench_error_));  \
+#define COLLCOMM_BENCH_CUDA(call)                                                                   \
+  do {                                                                                              \
+    const cudaError_t collcomm_bench_error_ = (call);                                               \
+    if (collcomm_bench_error_ != cudaSuccess)                                                       \
+      ::collcomm_bench::die(std::string(#call) + ": " + cudaGetErrorString(collcomm_bench_error_)); \
   } while (0)
 
 // ---------------------------------------------------------------------------------------------
@@ -76,16 +76,16 @@ struct settings {
   std::string kind = "all_reduce";
   std::string algo = "ring";
   int ranks = 2;
-  std::size_t min_bytes = 8;                      // -b: the first size
-  std::size_t max_bytes = std::size_t{1} << 20;   // -e: the last size at most
-  double factor = 2;                              // -f: each size is the one before times this
-  int iters = 20;                                 // calls per repetition
-  int warmup = 5;                                 // untimed calls before the timed ones
-  int reps = 5;                                   // repetitions; the median is printed
-  int channels = 0;                               // 0: the world's own choice
-  std::size_t slot_bytes = 0;                     // 0: the world's own choice
-  bool check = true;                              // one checked call per size
-  bool graph = false;                             // replay the calls from a CUDA graph
+  std::size_t min_bytes = 8;                     // -b: the first size
+  std::size_t max_bytes = std::size_t{1} << 20;  // -e: the last size at most
+  double factor = 2;                             // -f: each size is the one before times this
+  int iters = 20;                                // calls per repetition
+  int warmup = 5;                                // untimed calls before the timed ones
+  int reps = 5;                                  // repetitions; the median is printed
+  int channels = 0;                              // 0: the world's own choice
+  std::size_t slot_bytes = 0;                    // 0: the world's own choice
+  bool check = true;                             // one checked call per size
+  bool graph = false;                            // replay the calls from a CUDA graph
 };
 
 // A flag that takes no value: its presence stores `value`.
@@ -109,10 +109,20 @@ inline std::size_t parse_size(const char* s) {
   char* end = nullptr;
   double v = std::strtod(s, &end);
   switch (*end) {
-    case 'K': case 'k': v *= 1024; break;
-    case 'M': case 'm': v *= 1024 * 1024; break;
-    case 'G': case 'g': v *= 1024.0 * 1024 * 1024; break;
-    default: break;
+    case 'K':
+    case 'k':
+      v *= 1024;
+      break;
+    case 'M':
+    case 'm':
+      v *= 1024 * 1024;
+      break;
+    case 'G':
+    case 'g':
+      v *= 1024.0 * 1024 * 1024;
+      break;
+    default:
+      break;
   }
   return static_cast<std::size_t>(v);
 }
@@ -234,9 +244,7 @@ inline constexpr std::size_t large_message_bytes = std::size_t{64} << 20;
 inline int calls_per_repetition(std::size_t bytes, int iters, int divisor = 4) {
   return bytes >= large_message_bytes ? std::max(2, iters / divisor) : iters;
 }
-inline int repetitions(std::size_t bytes, int reps) {
-  return bytes >= large_message_bytes ? std::min(reps, 3) : reps;
-}
+inline int repetitions(std::size_t bytes, int reps) { return bytes >= large_message_bytes ? std::min(reps, 3) : reps; }
 
 // The upper median (of an even count, the larger of the middle two); 0 for none.
 inline double median(std::vector<double> v) {
@@ -320,36 +328,49 @@ using bench_op = std::conditional_t<K::reduces, collcomm::op::sum, collcomm::op:
 template <class K, class Algo, class Tuning = collcomm::tuning<>, class Comm, class T, class Op>
 void call_collective(Comm& comm, const T* in, T* out, index_t count, Op op, cudaStream_t s) {
   using namespace collcomm;
-  if constexpr (std::is_same_v<K, kind::all_reduce>) all_reduce<Algo, Tuning>(comm, in, out, count, op, s);
-  else if constexpr (std::is_same_v<K, kind::reduce_scatter>) reduce_scatter<Algo, Tuning>(comm, in, out, count, op, s);
-  else if constexpr (std::is_same_v<K, kind::all_gather>) all_gather<Algo, Tuning>(comm, in, out, count, s);
-  else if constexpr (std::is_same_v<K, kind::broadcast>) broadcast<Algo, Tuning>(comm, in, out, count, 0, s);
-  else if constexpr (std::is_same_v<K, kind::reduce>) reduce<Algo, Tuning>(comm, in, out, count, op, 0, s);
-  else if constexpr (std::is_same_v<K, kind::all_to_all>) all_to_all<Algo, Tuning>(comm, in, out, count, s);
-  else static_assert(sizeof(K) == 0, "call_collective: the bench runs all_reduce, reduce_scatter, all_gather, "
-                                     "broadcast, reduce and all_to_all");
+  if constexpr (std::is_same_v<K, kind::all_reduce>)
+    all_reduce<Algo, Tuning>(comm, in, out, count, op, s);
+  else if constexpr (std::is_same_v<K, kind::reduce_scatter>)
+    reduce_scatter<Algo, Tuning>(comm, in, out, count, op, s);
+  else if constexpr (std::is_same_v<K, kind::all_gather>)
+    all_gather<Algo, Tuning>(comm, in, out, count, s);
+  else if constexpr (std::is_same_v<K, kind::broadcast>)
+    broadcast<Algo, Tuning>(comm, in, out, count, 0, s);
+  else if constexpr (std::is_same_v<K, kind::reduce>)
+    reduce<Algo, Tuning>(comm, in, out, count, op, 0, s);
+  else if constexpr (std::is_same_v<K, kind::all_to_all>)
+    all_to_all<Algo, Tuning>(comm, in, out, count, s);
+  else
+    static_assert(sizeof(K) == 0,
+                  "call_collective: the bench runs all_reduce, reduce_scatter, all_gather, "
+                  "broadcast, reduce and all_to_all");
 }
 
 // Kinds whose size is n blocks of count elements (count is per rank).
 template <class K>
-inline constexpr bool per_rank_count = std::is_same_v<K, collcomm::kind::reduce_scatter> ||
-                                       std::is_same_v<K, collcomm::kind::all_gather> ||
-                                       std::is_same_v<K, collcomm::kind::all_to_all>;
+inline constexpr bool per_rank_count =
+    std::is_same_v<K, collcomm::kind::reduce_scatter> || std::is_same_v<K, collcomm::kind::all_gather> ||
+    std::is_same_v<K, collcomm::kind::all_to_all>;
 
 // nccl-tests' bus bandwidth factor among n ranks.
 template <class K>
 double bus_factor(int n) {
-  if constexpr (std::is_same_v<K, collcomm::kind::all_reduce>) return 2.0 * (n - 1) / n;
-  else if constexpr (per_rank_count<K>) return double(n - 1) / n;
-  else return 1.0;
+  if constexpr (std::is_same_v<K, collcomm::kind::all_reduce>)
+    return 2.0 * (n - 1) / n;
+  else if constexpr (per_rank_count<K>)
+    return double(n - 1) / n;
+  else
+    return 1.0;
 }
 
 // nccl-tests' size convention: the size is the larger buffer of a rank; count follows from it.
 template <class K>
 index_t count_for(std::size_t bytes, std::size_t elem, int n) {
   const index_t total = bytes / elem;
-  if constexpr (per_rank_count<K>) return total / n;
-  else return total;
+  if constexpr (per_rank_count<K>)
+    return total / n;
+  else
+    return total;
 }
 
 // Algorithm bandwidth, GB/s, of `bytes` in `us` microseconds.
@@ -365,9 +386,12 @@ struct in_place_offsets {
 };
 template <class K>
 in_place_offsets in_place_layout(int rank, index_t count) {
-  if constexpr (std::is_same_v<K, collcomm::kind::all_gather>) return {static_cast<index_t>(rank) * count, 0};
-  else if constexpr (std::is_same_v<K, collcomm::kind::reduce_scatter>) return {0, static_cast<index_t>(rank) * count};
-  else return {};
+  if constexpr (std::is_same_v<K, collcomm::kind::all_gather>)
+    return {static_cast<index_t>(rank) * count, 0};
+  else if constexpr (std::is_same_v<K, collcomm::kind::reduce_scatter>)
+    return {0, static_cast<index_t>(rank) * count};
+  else
+    return {};
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -87,11 +87,16 @@ inline const api* load(std::string& why) {
 
 template <class T>
 constexpr ncclDataType_t dtype() {
-  if constexpr (std::is_same_v<T, float>) return ncclFloat32;
-  else if constexpr (std::is_same_v<T, double>) return ncclFloat64;
-  else if constexpr (std::is_same_v<T, __half>) return ncclFloat16;
-  else if constexpr (std::is_same_v<T, __nv_bfloat16>) return ncclBfloat16;
-  else static_assert(sizeof(T) == 0, "collcomm_bench --nccl: no NCCL type for this element type");
+  if constexpr (std::is_same_v<T, float>)
+    return ncclFloat32;
+  else if constexpr (std::is_same_v<T, double>)
+    return ncclFloat64;
+  else if constexpr (std::is_same_v<T, __half>)
+    return ncclFloat16;
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    return ncclBfloat16;
+  else
+    static_assert(sizeof(T) == 0, "collcomm_bench --nccl: no NCCL type for this element type");
 }
 
 // One communicator per rank (ncclCommInitAll: ranks as threads of this process, devices[r] each),

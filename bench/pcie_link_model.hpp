@@ -43,7 +43,9 @@ struct link_counter {
   COLLCOMM_HD void recv(peers from, buf_ref, index_t n) { add(from.size, 0, n); }
   COLLCOMM_HD void recv_reduce_send(peers from, buf_ref, peers to, index_t n) { add(from.size, to.size, n); }
   COLLCOMM_HD void recv_reduce_copy(peers from, buf_ref, buf_ref, index_t n, bool) { add(from.size, 0, n); }
-  COLLCOMM_HD void recv_reduce_copy_send(peers from, buf_ref, buf_ref, peers to, index_t n, bool) { add(from.size, to.size, n); }
+  COLLCOMM_HD void recv_reduce_copy_send(peers from, buf_ref, buf_ref, peers to, index_t n, bool) {
+    add(from.size, to.size, n);
+  }
   COLLCOMM_HD void recv_copy_send(peers from, buf_ref, peers to, index_t n) { add(from.size, to.size, n); }
   COLLCOMM_HD void copy_send(buf_ref, buf_ref, peers to, index_t n, bool = false) { add(0, to.size, n); }
   COLLCOMM_HD void copy(buf_ref, buf_ref, index_t, bool = false) {}
@@ -54,7 +56,8 @@ struct link_counter {
 
 // Bytes of one call, all ranks and channels: up (device -> host), down (host -> device).
 template <class K, class Algo>
-void link_bytes(collcomm::coll_args base, int nchannels, collcomm::index_t slot, collcomm::index_t align, std::size_t elem, double& up, double& down) {
+void link_bytes(collcomm::coll_args base, int nchannels, collcomm::index_t slot, collcomm::index_t align,
+                std::size_t elem, double& up, double& down) {
   std::uint64_t u = 0, d = 0;
   for (int r = 0; r < base.nranks; ++r)
     for (int c = 0; c < nchannels; ++c) {

@@ -35,7 +35,9 @@ struct traffic_counter {
   COLLCOMM_HD void recv(peers from, buf_ref, index_t n) { add(from.size, 1, n); }
   COLLCOMM_HD void recv_reduce_send(peers from, buf_ref, peers to, index_t n) { add(from.size + to.size, 1, n); }
   COLLCOMM_HD void recv_reduce_copy(peers from, buf_ref, buf_ref, index_t n, bool) { add(from.size, 2, n); }
-  COLLCOMM_HD void recv_reduce_copy_send(peers from, buf_ref, buf_ref, peers to, index_t n, bool) { add(from.size + to.size, 2, n); }
+  COLLCOMM_HD void recv_reduce_copy_send(peers from, buf_ref, buf_ref, peers to, index_t n, bool) {
+    add(from.size + to.size, 2, n);
+  }
   COLLCOMM_HD void recv_copy_send(peers from, buf_ref, peers to, index_t n) { add(from.size + to.size, 1, n); }
   COLLCOMM_HD void copy_send(buf_ref, buf_ref, peers to, index_t n, bool = false) { add(to.size, 2, n); }
   COLLCOMM_HD void copy(buf_ref, buf_ref, index_t n, bool = false) { add(0, 2, n); }
@@ -46,7 +48,8 @@ struct traffic_counter {
 
 // Bytes of device memory all ranks' kernels read and write for one call.
 template <class K, class Algo>
-double traffic_bytes(coll_args base, int nchannels, index_t slot_elems, index_t align, std::size_t elem_size, int slot_weight = 1) {
+double traffic_bytes(coll_args base, int nchannels, index_t slot_elems, index_t align, std::size_t elem_size,
+                     int slot_weight = 1) {
   std::uint64_t total = 0;
   for (int r = 0; r < base.nranks; ++r)
     for (int c = 0; c < nchannels; ++c) {

@@ -19,9 +19,9 @@ namespace cc = collcomm;
 
 template <class... Ks>
 struct kinds {};
-using table_kinds = kinds<cc::kind::all_reduce, cc::kind::reduce_scatter, cc::kind::all_gather, cc::kind::broadcast,
-                          cc::kind::reduce, cc::kind::all_to_all, cc::kind::gather, cc::kind::scatter,
-                          cc::kind::send_recv>;
+using table_kinds =
+    kinds<cc::kind::all_reduce, cc::kind::reduce_scatter, cc::kind::all_gather, cc::kind::broadcast, cc::kind::reduce,
+          cc::kind::all_to_all, cc::kind::gather, cc::kind::scatter, cc::kind::send_recv>;
 
 template <class... Ks>
 void header(kinds<Ks...>) {

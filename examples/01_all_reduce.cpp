@@ -40,10 +40,14 @@ settings parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const bool has_value = i + 1 < argc;
-    if (a == "--ranks" && has_value) s.ranks = std::atoi(argv[++i]);
-    else if (a == "--count" && has_value) s.count = std::strtoull(argv[++i], nullptr, 10);
-    else if (a == "--iters" && has_value) s.iters = std::atoi(argv[++i]);
-    else if (a == "--seed" && has_value) s.seed = std::strtoull(argv[++i], nullptr, 10);
+    if (a == "--ranks" && has_value)
+      s.ranks = std::atoi(argv[++i]);
+    else if (a == "--count" && has_value)
+      s.count = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "--iters" && has_value)
+      s.iters = std::atoi(argv[++i]);
+    else if (a == "--seed" && has_value)
+      s.seed = std::strtoull(argv[++i], nullptr, 10);
     else {
       std::printf("usage: %s [--ranks N] [--count C] [--iters I] [--seed S]\n", argv[0]);
       std::exit(a == "--help" || a == "-h" ? 0 : 2);

@@ -81,8 +81,10 @@ int main(int argc, char** argv) {
   std::size_t count = std::size_t{1} << 20;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
-    if (a == "--ranks") ranks = std::atoi(argv[i + 1]);
-    else if (a == "--count") count = std::strtoull(argv[i + 1], nullptr, 10);
+    if (a == "--ranks")
+      ranks = std::atoi(argv[i + 1]);
+    else if (a == "--count")
+      count = std::strtoull(argv[i + 1], nullptr, 10);
   }
   int ngpu = 0;
   if (cudaGetDeviceCount(&ngpu) != cudaSuccess || ngpu == 0) {
@@ -97,15 +99,19 @@ int main(int argc, char** argv) {
     std::mt19937 g(seed);
     std::vector<std::vector<float>> x(ranks, std::vector<float>(count));
     std::vector<double> want(count, 0.0);
-    for (auto& v : x) for (auto& e : v) e = std::uniform_real_distribution<float>(-1, 1)(g);
-    for (int r = 0; r < ranks; ++r) for (std::size_t i = 0; i < count; ++i) want[i] += x[r][i];
-    std::printf("all_reduce(sum) of %zu f32 among %d ranks on %d GPU(s), on the GPU executor (seed %u)\n", count, ranks, ngpu, seed);
+    for (auto& v : x)
+      for (auto& e : v) e = std::uniform_real_distribution<float>(-1, 1)(g);
+    for (int r = 0; r < ranks; ++r)
+      for (std::size_t i = 0; i < count; ++i) want[i] += x[r][i];
+    std::printf("all_reduce(sum) of %zu f32 among %d ranks on %d GPU(s), on the GPU executor (seed %u)\n", count, ranks,
+                ngpu, seed);
     const double tol = 1e-5 * ranks;  // f32 partial sums of values in [-1, 1]
     bool ok = true;
     auto report = [&](const char* name, double err, double us) {
       const bool good = err <= tol;
       ok = ok && good;
-      std::printf("  %-9s %9.1f us (one call, first launch included)   max |error| vs float64: %.3g  %s\n", name, us, err, good ? "ok" : "WRONG");
+      std::printf("  %-9s %9.1f us (one call, first launch included)   max |error| vs float64: %.3g  %s\n", name, us,
+                  err, good ? "ok" : "WRONG");
     };
     double us = 0, err = 0;
     err = run<algo::ring>(w, x, want, us);

@@ -54,7 +54,8 @@ std::size_t run(comm_t& comm, std::uint64_t seed, std::size_t count) {
       ++wrong;
     }
   }
-  std::printf("rank %d of %d: all_reduce<%s> of %zu f32: %.0f us, %s\n", r, n, Algo::name, count, us, wrong ? "WRONG" : "ok");
+  std::printf("rank %d of %d: all_reduce<%s> of %zu f32: %.0f us, %s\n", r, n, Algo::name, count, us,
+              wrong ? "WRONG" : "ok");
   return wrong;
 }
 
@@ -64,7 +65,8 @@ int main(int argc, char** argv) {
   std::size_t count = 1 << 18;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--count" && i + 1 < argc) count = std::strtoull(argv[++i], nullptr, 10);
+    if (a == "--count" && i + 1 < argc)
+      count = std::strtoull(argv[++i], nullptr, 10);
     else {
       std::printf("usage: RANK=r WORLD_SIZE=n MASTER_ADDR=host MASTER_PORT=port %s [--count C]\n", argv[0]);
       return a == "--help" ? 0 : 2;
@@ -78,8 +80,8 @@ int main(int argc, char** argv) {
     std::uint64_t seed = comm.rank() == 0 ? (std::uint64_t(std::random_device{}()) << 32 | std::random_device{}()) : 0;
     collcomm::broadcast(comm, &seed, &seed, 1, 0);
     if (comm.rank() == 0)
-      std::printf("%d processes (launcher variables: %s, local rank %d), seed %llu\n", comm.size(), cfg.launcher.c_str(),
-                  cfg.local_rank, static_cast<unsigned long long>(seed));
+      std::printf("%d processes (launcher variables: %s, local rank %d), seed %llu\n", comm.size(),
+                  cfg.launcher.c_str(), cfg.local_rank, static_cast<unsigned long long>(seed));
     std::size_t wrong = run<collcomm::algo::ring>(comm, seed, count);
     wrong += run<collcomm::algo::two_shot>(comm, seed + 1, count);
     // Every rank's verdict, so that each process exits with the job's.

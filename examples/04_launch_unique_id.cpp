@@ -50,7 +50,8 @@ std::string read_id(const std::string& path, std::chrono::seconds limit) {
     std::string text;
     if (f && std::getline(f, text) && !text.empty()) return text;
     if (std::chrono::steady_clock::now() > deadline)
-      throw std::runtime_error("no unique id in " + path + " after " + std::to_string(limit.count()) + " s: is rank 0 running?");
+      throw std::runtime_error("no unique id in " + path + " after " + std::to_string(limit.count()) +
+                               " s: is rank 0 running?");
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 }
@@ -72,7 +73,8 @@ std::size_t check_all_reduce(comm_t& comm, std::uint64_t seed, std::size_t count
     T want = 0;
     for (int q = 0; q < n; ++q) want += value(q, i);
     if (recv[i] != want && wrong++ < 3)
-      std::printf("rank %d: %s element %zu: got %lld, want %lld\n", r, Algo::name, i, (long long)recv[i], (long long)want);
+      std::printf("rank %d: %s element %zu: got %lld, want %lld\n", r, Algo::name, i, (long long)recv[i],
+                  (long long)want);
   }
   std::printf("rank %d of %d: all_reduce<%s> of %zu %s: %s\n", r, n, Algo::name, count, collcomm::element_name<T>,
               wrong ? "WRONG" : "ok");
@@ -86,12 +88,18 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const bool v = i + 1 < argc;
-    if (a == "--rank" && v) s.rank = std::atoi(argv[++i]);
-    else if (a == "--nranks" && v) s.nranks = std::atoi(argv[++i]);
-    else if (a == "--id-file" && v) s.id_file = argv[++i];
-    else if (a == "--id" && v) s.id = argv[++i];
-    else if (a == "--count" && v) s.count = std::strtoull(argv[++i], nullptr, 10);
-    else s.rank = -2;
+    if (a == "--rank" && v)
+      s.rank = std::atoi(argv[++i]);
+    else if (a == "--nranks" && v)
+      s.nranks = std::atoi(argv[++i]);
+    else if (a == "--id-file" && v)
+      s.id_file = argv[++i];
+    else if (a == "--id" && v)
+      s.id = argv[++i];
+    else if (a == "--count" && v)
+      s.count = std::strtoull(argv[++i], nullptr, 10);
+    else
+      s.rank = -2;
   }
   if (s.rank < 0 || s.nranks < 1 || s.rank >= s.nranks || (s.rank > 0 && s.id.empty() && s.id_file.empty())) {
     std::printf("usage: %s --rank R --nranks N [--id-file PATH | --id host:port/token] [--count C]\n", argv[0]);

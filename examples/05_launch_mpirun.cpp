@@ -62,13 +62,16 @@ int main(int argc, char** argv) {
       for (std::size_t i = 0; i < count; ++i) {
         const auto got = all[std::size_t(r) * count + i];
         if (got != ref[i] && wrong++ < 5)
-          std::fprintf(stderr, "rank %d: all_gather: element %zu of rank %d is %lld, want %lld\n", rank, i, r, (long long)got, (long long)ref[i]);
+          std::fprintf(stderr, "rank %d: all_gather: element %zu of rank %d is %lld, want %lld\n", rank, i, r,
+                       (long long)got, (long long)ref[i]);
         sum[i] += got;
         want[i] += ref[i];
       }
     }
     for (std::size_t i = 0; i < count; ++i)
-      if (sum[i] != want[i] && wrong++ < 5) std::fprintf(stderr, "rank %d: sum: element %zu is %lld, want %lld\n", rank, i, (long long)sum[i], (long long)want[i]);
+      if (sum[i] != want[i] && wrong++ < 5)
+        std::fprintf(stderr, "rank %d: sum: element %zu is %lld, want %lld\n", rank, i, (long long)sum[i],
+                     (long long)want[i]);
 
     // Every rank learns whether every rank was right (an all_gather of one int each).
     const std::int32_t mine_wrong = wrong;
@@ -76,8 +79,9 @@ int main(int argc, char** argv) {
     boot.all_gather(std::as_bytes(std::span(&mine_wrong, 1)), std::as_writable_bytes(std::span(every)));
     int ranks_wrong = 0;
     for (auto w : every) ranks_wrong += w != 0;
-    std::printf("rank %d of %d: all_gather of %zu int64 per rank and their sum (seed %llu): %s; ranks with errors: %d\n", rank, size, count,
-                static_cast<unsigned long long>(seed), wrong ? "WRONG" : "correct", ranks_wrong);
+    std::printf(
+        "rank %d of %d: all_gather of %zu int64 per rank and their sum (seed %llu): %s; ranks with errors: %d\n", rank,
+        size, count, static_cast<unsigned long long>(seed), wrong ? "WRONG" : "correct", ranks_wrong);
     boot.barrier();
   } catch (const collcomm::error& e) {
     std::fprintf(stderr, "%s\n", e.what());

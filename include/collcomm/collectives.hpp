@@ -81,8 +81,10 @@ COLLCOMM_NAMESPACE_BEGIN
 // while it writes its own output), and the API refuses in-place calls with it.
 template <class Algo>
 inline constexpr bool supports_in_place = [] {
-  if constexpr (requires { Algo::in_place_safe; }) return static_cast<bool>(Algo::in_place_safe);
-  else return true;
+  if constexpr (requires { Algo::in_place_safe; })
+    return static_cast<bool>(Algo::in_place_safe);
+  else
+    return true;
 }();
 
 namespace detail {
@@ -113,9 +115,9 @@ class arg_checker {
     const index_t b = static_cast<index_t>(blocks);
     const index_t max_elems = static_cast<index_t>(PTRDIFF_MAX) / sizeof(T);
     if (count > max_elems / b)
-      bad("argument '" + std::string(count_name) + "' = " + std::to_string(count) + " is too large: " +
-          (blocks > 1 ? std::to_string(blocks) + " ranks * " : std::string()) + count_name + " * sizeof(" +
-          element_name<T> + ") exceeds PTRDIFF_MAX bytes");
+      bad("argument '" + std::string(count_name) + "' = " + std::to_string(count) +
+          " is too large: " + (blocks > 1 ? std::to_string(blocks) + " ranks * " : std::string()) + count_name +
+          " * sizeof(" + element_name<T> + ") exceeds PTRDIFF_MAX bytes");
     return b * count;
   }
 
@@ -134,7 +136,8 @@ class arg_checker {
           std::to_string(nranks_) + ")" + (allow_none ? " and is not collcomm::no_peer (-1)" : ""));
     if (value == rank_ && !allow_self)
       bad("argument '" + std::string(name) + "' = " + std::to_string(value) +
-          " is this rank: a blocking send or receive with oneself cannot complete; use send_recv, or a collcomm::group");
+          " is this rank: a blocking send or receive with oneself cannot complete; use send_recv, or a "
+          "collcomm::group");
   }
 
   // A buffer of `elems` significant elements: when elems > 0 it must be non-null and aligned.
@@ -160,8 +163,7 @@ class arg_checker {
     const std::string ranges = "'send' = [" + address_text(s) + ", +" + std::to_string(s_elems) +
                                " elements) and 'recv' = [" + address_text(r) + ", +" + std::to_string(r_elems) +
                                " elements)";
-    if (in_place_allowed)
-      bad("arguments " + ranges + " overlap, but not in the in-place position (" + rule + ")");
+    if (in_place_allowed) bad("arguments " + ranges + " overlap, but not in the in-place position (" + rule + ")");
     bad("arguments " + ranges + " overlap; " + what_ + " cannot run in place");
   }
 
@@ -188,7 +190,9 @@ constexpr std::ptrdiff_t block(int b, index_t count) noexcept {
 // Whether communicator<Tr>'s calls are ordered on a stream (the GPU executor's: stream_type is
 // cudaStream_t) or run to completion on the calling thread (the host executor's).
 template <class Tr>
-inline constexpr bool takes_stream = requires { typename communicator<Tr>::stream_type; };
+inline constexpr bool takes_stream = requires {
+  typename communicator<Tr>::stream_type;
+};
 
 // `stream`: nothing for the host executor; for the GPU executor exactly one argument, a
 // cudaStream_t or anything that converts to one (a framework's stream wrapper), taken by
@@ -211,7 +215,8 @@ void run_checked(communicator<Tr>& comm, const coll_args& a, const T* in, index_
       static_assert((std::is_convertible_v<Stream&&, stream_t> && ...),
                     "collcomm: the last argument of a GPU collective must be a cudaStream_t, or convert to one");
       if constexpr ((std::is_convertible_v<Stream&&, stream_t> && ...))
-        comm.template run<K, Algo, Tuning>(a, in, in_elems, out, out_elems, op, static_cast<stream_t>(std::forward<Stream>(stream))...);
+        comm.template run<K, Algo, Tuning>(a, in, in_elems, out, out_elems, op,
+                                           static_cast<stream_t>(std::forward<Stream>(stream))...);
     }
   } else {
     static_assert(sizeof...(Stream) == 0,
@@ -246,12 +251,13 @@ void reduce_scatter(communicator<Tr>& comm, const T* send, T* recv, index_t recv
   const index_t in_e = c.elems("recvcount", recvcount, n), out_e = c.elems("recvcount", recvcount);
   c.buffer("send", send, in_e, "recvcount", recvcount);
   c.buffer("recv", recv, out_e, "recvcount", recvcount);
-  const bool in_place = c.overlap(send, in_e, recv, out_e, true, detail::block(r, recvcount),
-                                    "recv == send + rank * recvcount");
+  const bool in_place =
+      c.overlap(send, in_e, recv, out_e, true, detail::block(r, recvcount), "recv == send + rank * recvcount");
   c.template in_place_algorithm<Algo>(in_place);
   coll_args a;
   a.count = recvcount;
-  detail::run_checked<kind::reduce_scatter, Algo, Tuning>(comm, a, send, in_e, recv, out_e, op, std::forward<Stream>(stream)...);
+  detail::run_checked<kind::reduce_scatter, Algo, Tuning>(comm, a, send, in_e, recv, out_e, op,
+                                                          std::forward<Stream>(stream)...);
 }
 
 // recv[q * sendcount + i] = rank q's send[i].
@@ -263,12 +269,13 @@ void all_gather(communicator<Tr>& comm, const T* send, T* recv, index_t sendcoun
   const index_t in_e = c.elems("sendcount", sendcount), out_e = c.elems("sendcount", sendcount, n);
   c.buffer("send", send, in_e, "sendcount", sendcount);
   c.buffer("recv", recv, out_e, "sendcount", sendcount);
-  const bool in_place = c.overlap(send, in_e, recv, out_e, true, -detail::block(r, sendcount),
-                                    "send == recv + rank * sendcount");
+  const bool in_place =
+      c.overlap(send, in_e, recv, out_e, true, -detail::block(r, sendcount), "send == recv + rank * sendcount");
   c.template in_place_algorithm<Algo>(in_place);
   coll_args a;
   a.count = sendcount;
-  detail::run_checked<kind::all_gather, Algo, Tuning>(comm, a, send, in_e, recv, out_e, op::none{}, std::forward<Stream>(stream)...);
+  detail::run_checked<kind::all_gather, Algo, Tuning>(comm, a, send, in_e, recv, out_e, op::none{},
+                                                      std::forward<Stream>(stream)...);
 }
 
 // recv[i] = root's send[i]. send is significant at the root only.
@@ -287,7 +294,8 @@ void broadcast(communicator<Tr>& comm, const T* send, T* recv, index_t count, in
   coll_args a;
   a.count = count;
   a.root = root;
-  detail::run_checked<kind::broadcast, Algo, Tuning>(comm, a, send, in_e, recv, e, op::none{}, std::forward<Stream>(stream)...);
+  detail::run_checked<kind::broadcast, Algo, Tuning>(comm, a, send, in_e, recv, e, op::none{},
+                                                     std::forward<Stream>(stream)...);
 }
 
 // At the root: recv[i] = op over ranks of send[i]. recv is significant at the root only.
@@ -320,7 +328,8 @@ void all_to_all(communicator<Tr>& comm, const T* send, T* recv, index_t count, S
   c.overlap(send, e, recv, e, false, 0, "");
   coll_args a;
   a.count = count;
-  detail::run_checked<kind::all_to_all, Algo, Tuning>(comm, a, send, e, recv, e, op::none{}, std::forward<Stream>(stream)...);
+  detail::run_checked<kind::all_to_all, Algo, Tuning>(comm, a, send, e, recv, e, op::none{},
+                                                      std::forward<Stream>(stream)...);
 }
 
 // At the root: recv[q * count + i] = rank q's send[i]. recv is significant at the root only.
@@ -334,13 +343,14 @@ void gather(communicator<Tr>& comm, const T* send, T* recv, index_t count, int r
   const index_t out_e = r == root ? all_e : 0;
   c.buffer("send", send, in_e, "count", count);
   c.buffer("recv", recv, out_e, "count", count);
-  const bool in_place = c.overlap(send, in_e, recv, out_e, true, -detail::block(root, count),
-                                    "send == recv + root * count");
+  const bool in_place =
+      c.overlap(send, in_e, recv, out_e, true, -detail::block(root, count), "send == recv + root * count");
   c.template in_place_algorithm<Algo>(in_place);
   coll_args a;
   a.count = count;
   a.root = root;
-  detail::run_checked<kind::gather, Algo, Tuning>(comm, a, send, in_e, recv, out_e, op::none{}, std::forward<Stream>(stream)...);
+  detail::run_checked<kind::gather, Algo, Tuning>(comm, a, send, in_e, recv, out_e, op::none{},
+                                                  std::forward<Stream>(stream)...);
 }
 
 // recv[i] = root's send[rank * count + i]. send is significant at the root only.
@@ -354,13 +364,14 @@ void scatter(communicator<Tr>& comm, const T* send, T* recv, index_t count, int 
   const index_t in_e = r == root ? all_e : 0;
   c.buffer("send", send, in_e, "count", count);
   c.buffer("recv", recv, out_e, "count", count);
-  const bool in_place = c.overlap(send, in_e, recv, out_e, true, detail::block(root, count),
-                                    "recv == send + root * count");
+  const bool in_place =
+      c.overlap(send, in_e, recv, out_e, true, detail::block(root, count), "recv == send + root * count");
   c.template in_place_algorithm<Algo>(in_place);
   coll_args a;
   a.count = count;
   a.root = root;
-  detail::run_checked<kind::scatter, Algo, Tuning>(comm, a, send, in_e, recv, out_e, op::none{}, std::forward<Stream>(stream)...);
+  detail::run_checked<kind::scatter, Algo, Tuning>(comm, a, send, in_e, recv, out_e, op::none{},
+                                                   std::forward<Stream>(stream)...);
 }
 
 // Sends send[0, count) to send_peer and receives recv[0, count) from recv_peer, at once (no
@@ -386,7 +397,8 @@ void send_recv(communicator<Tr>& comm, const T* send, T* recv, index_t count, in
   a.count = count;
   a.send_peer = send_peer;
   a.recv_peer = recv_peer;
-  detail::run_checked<kind::send_recv, Algo, Tuning>(comm, a, send, in_e, recv, out_e, op::none{}, std::forward<Stream>(stream)...);
+  detail::run_checked<kind::send_recv, Algo, Tuning>(comm, a, send, in_e, recv, out_e, op::none{},
+                                                     std::forward<Stream>(stream)...);
 }
 
 namespace detail {
@@ -402,7 +414,8 @@ void run_deferred(const deferred_p2p* s, const deferred_p2p* r) {
   if constexpr (takes_stream<Tr>)
     send_recv<Algo, Tuning>(comm, in, out, any.count, send_peer, recv_peer,
                             static_cast<typename communicator<Tr>::stream_type>(any.stream));
-  else send_recv<Algo, Tuning>(comm, in, out, any.count, send_peer, recv_peer);
+  else
+    send_recv<Algo, Tuning>(comm, in, out, any.count, send_peer, recv_peer);
 }
 
 // Records a send or recv in this thread's group. The stream is converted now, as a call outside a
@@ -445,11 +458,13 @@ void send(communicator<Tr>& comm, const T* buf, index_t count, int peer, Stream&
   const index_t e = c.elems("count", count);
   c.peer_arg("peer", peer, false, detail::in_group());
   c.buffer("buf", buf, e, "count", count);
-  if (detail::in_group()) return detail::defer_p2p<Algo, Tuning>(comm, true, buf, count, peer, std::forward<Stream>(stream)...);
+  if (detail::in_group())
+    return detail::defer_p2p<Algo, Tuning>(comm, true, buf, count, peer, std::forward<Stream>(stream)...);
   coll_args a;
   a.count = count;
   a.send_peer = peer;
-  detail::run_checked<kind::send_recv, Algo, Tuning>(comm, a, buf, e, static_cast<T*>(nullptr), 0, op::none{}, std::forward<Stream>(stream)...);
+  detail::run_checked<kind::send_recv, Algo, Tuning>(comm, a, buf, e, static_cast<T*>(nullptr), 0, op::none{},
+                                                     std::forward<Stream>(stream)...);
 }
 
 // Blocking receive of buf[0, count) from `peer` (not this rank); matched by send on the peer.
@@ -460,11 +475,13 @@ void recv(communicator<Tr>& comm, T* buf, index_t count, int peer, Stream&&... s
   const index_t e = c.elems("count", count);
   c.peer_arg("peer", peer, false, detail::in_group());
   c.buffer("buf", buf, e, "count", count);
-  if (detail::in_group()) return detail::defer_p2p<Algo, Tuning>(comm, false, buf, count, peer, std::forward<Stream>(stream)...);
+  if (detail::in_group())
+    return detail::defer_p2p<Algo, Tuning>(comm, false, buf, count, peer, std::forward<Stream>(stream)...);
   coll_args a;
   a.count = count;
   a.recv_peer = peer;
-  detail::run_checked<kind::send_recv, Algo, Tuning>(comm, a, static_cast<const T*>(nullptr), 0, buf, e, op::none{}, std::forward<Stream>(stream)...);
+  detail::run_checked<kind::send_recv, Algo, Tuning>(comm, a, static_cast<const T*>(nullptr), 0, buf, e, op::none{},
+                                                     std::forward<Stream>(stream)...);
 }
 
 COLLCOMM_NAMESPACE_END

@@ -65,7 +65,8 @@ class communicator<transport::host_shm> {
 
   // This process's rank of a world of processes, which the communicator shares ownership of (its
   // last copy frees the world: the mapping, the descriptor, the liveness lock).
-  explicit communicator(std::shared_ptr<host::world> w) : owner_(std::move(w)), w_(owner_.get()), rank_(w_ ? w_->local_rank() : -1) {
+  explicit communicator(std::shared_ptr<host::world> w)
+      : owner_(std::move(w)), w_(owner_.get()), rank_(w_ ? w_->local_rank() : -1) {
     if (!w_ || !w_->is_process())
       detail::fail(errc::invalid_argument, "communicator", rank_, "argument 'w' is not a world of processes");
   }
@@ -105,12 +106,12 @@ class communicator<transport::host_shm> {
     const std::size_t slot_bytes = Tuning::slot_bytes ? Tuning::slot_bytes : w_->opts().slot_bytes;
     if (nc > w_->opts().channels)
       detail::fail(errc::invalid_argument, K::name, rank_,
-                   "tuning's channels = " + std::to_string(nc) + " is more than the world's option 'channels' = " +
-                       std::to_string(w_->opts().channels));
+                   "tuning's channels = " + std::to_string(nc) +
+                       " is more than the world's option 'channels' = " + std::to_string(w_->opts().channels));
     if (slot_bytes > w_->opts().slot_bytes)
       detail::fail(errc::invalid_argument, K::name, rank_,
-                   "tuning's slot_bytes = " + std::to_string(slot_bytes) + " is more than the world's option 'slot_bytes' = " +
-                       std::to_string(w_->opts().slot_bytes));
+                   "tuning's slot_bytes = " + std::to_string(slot_bytes) +
+                       " is more than the world's option 'slot_bytes' = " + std::to_string(w_->opts().slot_bytes));
     if constexpr (Algo::needs_direct) {
       if (w_->is_process()) {  // peers cannot read this process's memory: stage through the segment
         const host::detail::staged_call<T> s(*w_, rank_, K::name, Algo::name, in, in_elems, out, out_elems);

@@ -42,9 +42,9 @@ concept algorithm_for = collective_kind<K> && requires(detail::archetype_primiti
 };
 
 template <class K, class A, class Tr, class Op, class T>
-inline constexpr bool valid_composition =
-    element<T> && collective_kind<K> && algorithm_for<A, K> && transport_tag<Tr> &&
-    (!A::needs_direct || Tr::load_store) && reduction_op<Op, T> && (!op_integer_only<Op> || is_integer_element<T>);
+inline constexpr bool valid_composition = element<T>&& collective_kind<K>&& algorithm_for<A, K>&& transport_tag<Tr> &&
+                                          (!A::needs_direct || Tr::load_store) && reduction_op<Op, T> &&
+                                          (!op_integer_only<Op> || is_integer_element<T>);
 
 // Fails to compile, with a message naming the axis and the fix, when the composition cannot work.
 // Checked in order, so the first message is about the first wrong axis.

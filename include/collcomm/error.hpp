@@ -26,12 +26,18 @@ enum class errc {
 
 constexpr std::string_view to_string(errc c) noexcept {
   switch (c) {
-    case errc::invalid_argument: return "invalid argument";
-    case errc::invalid_usage: return "invalid usage";
-    case errc::timeout: return "timeout";
-    case errc::aborted: return "aborted";
-    case errc::system: return "system error";
-    case errc::internal: return "internal error";
+    case errc::invalid_argument:
+      return "invalid argument";
+    case errc::invalid_usage:
+      return "invalid usage";
+    case errc::timeout:
+      return "timeout";
+    case errc::aborted:
+      return "aborted";
+    case errc::system:
+      return "system error";
+    case errc::internal:
+      return "internal error";
   }
   return "unknown error";
 }
@@ -40,8 +46,7 @@ inline constexpr int no_rank = -1;
 
 class error : public std::runtime_error {
  public:
-  error(errc code, int rank, std::string what)
-      : std::runtime_error(std::move(what)), code_(code), rank_(rank) {}
+  error(errc code, int rank, std::string what) : std::runtime_error(std::move(what)), code_(code), rank_(rank) {}
   errc code() const noexcept { return code_; }
   // The rank that detected the error (no_rank where none applies).
   int rank() const noexcept { return rank_; }

@@ -44,14 +44,14 @@ namespace detail {
 // One deferred send or recv. `run` is the composition's runner (collectives.hpp), chosen when
 // the call was made: the group's set-up path holds these pointers, the data path does not.
 struct deferred_p2p {
-  void* comm = nullptr;          // the communicator (its identity, and what run calls through)
-  const void* key = nullptr;     // the composition: the address of composition_tag<Algo, Tuning, Tr, T>
-  void* stream = nullptr;        // the GPU stream (converted when the call was made); null on the host
-  void* buf = nullptr;           // a send's input or a recv's output
+  void* comm = nullptr;       // the communicator (its identity, and what run calls through)
+  const void* key = nullptr;  // the composition: the address of composition_tag<Algo, Tuning, Tr, T>
+  void* stream = nullptr;     // the GPU stream (converted when the call was made); null on the host
+  void* buf = nullptr;        // a send's input or a recv's output
   index_t count = 0;
   int peer = -1;
-  int rank = -1;                 // the calling rank
-  int size = 0;                  // the communicator's size
+  int rank = -1;  // the calling rank
+  int size = 0;   // the communicator's size
   bool is_send = false;
   void (*run)(const deferred_p2p* send, const deferred_p2p* recv) = nullptr;
 };
@@ -101,7 +101,8 @@ inline void run_group(const std::vector<deferred_p2p>& calls) {
       if (d == 0 && sends.size() != recvs.size())
         fail(errc::invalid_argument, "group", calls[first].rank,
              std::to_string(sends.size()) + " send(s) to this rank and " + std::to_string(recvs.size()) +
-                 " recv(s) from this rank in the group: a rank's message to itself is a copy, a send and a recv of one count");
+                 " recv(s) from this rank in the group: a rank's message to itself is a copy, a send and a recv of one "
+                 "count");
       for (std::size_t k = 0; k < std::max(sends.size(), recvs.size()); ++k) {
         const deferred_p2p* s = k < sends.size() ? sends[k] : nullptr;
         const deferred_p2p* r = k < recvs.size() ? recvs[k] : nullptr;

@@ -26,15 +26,51 @@ namespace kind {
 //   gather          count            n*count (root)   in == out + root*count at the root
 //   scatter         n*count (root)   count            out == in + root*count at the root
 //   send_recv       count (to peer)  count (from peer) never
-struct all_reduce     { static constexpr const char* name = "all_reduce";     static constexpr bool reduces = true;  static constexpr bool rooted = false; };
-struct reduce_scatter { static constexpr const char* name = "reduce_scatter"; static constexpr bool reduces = true;  static constexpr bool rooted = false; };
-struct all_gather     { static constexpr const char* name = "all_gather";     static constexpr bool reduces = false; static constexpr bool rooted = false; };
-struct broadcast      { static constexpr const char* name = "broadcast";      static constexpr bool reduces = false; static constexpr bool rooted = true;  };
-struct reduce         { static constexpr const char* name = "reduce";         static constexpr bool reduces = true;  static constexpr bool rooted = true;  };
-struct all_to_all     { static constexpr const char* name = "all_to_all";     static constexpr bool reduces = false; static constexpr bool rooted = false; };
-struct gather         { static constexpr const char* name = "gather";         static constexpr bool reduces = false; static constexpr bool rooted = true;  };
-struct scatter        { static constexpr const char* name = "scatter";        static constexpr bool reduces = false; static constexpr bool rooted = true;  };
-struct send_recv      { static constexpr const char* name = "send_recv";      static constexpr bool reduces = false; static constexpr bool rooted = false; };
+struct all_reduce {
+  static constexpr const char* name = "all_reduce";
+  static constexpr bool reduces = true;
+  static constexpr bool rooted = false;
+};
+struct reduce_scatter {
+  static constexpr const char* name = "reduce_scatter";
+  static constexpr bool reduces = true;
+  static constexpr bool rooted = false;
+};
+struct all_gather {
+  static constexpr const char* name = "all_gather";
+  static constexpr bool reduces = false;
+  static constexpr bool rooted = false;
+};
+struct broadcast {
+  static constexpr const char* name = "broadcast";
+  static constexpr bool reduces = false;
+  static constexpr bool rooted = true;
+};
+struct reduce {
+  static constexpr const char* name = "reduce";
+  static constexpr bool reduces = true;
+  static constexpr bool rooted = true;
+};
+struct all_to_all {
+  static constexpr const char* name = "all_to_all";
+  static constexpr bool reduces = false;
+  static constexpr bool rooted = false;
+};
+struct gather {
+  static constexpr const char* name = "gather";
+  static constexpr bool reduces = false;
+  static constexpr bool rooted = true;
+};
+struct scatter {
+  static constexpr const char* name = "scatter";
+  static constexpr bool reduces = false;
+  static constexpr bool rooted = true;
+};
+struct send_recv {
+  static constexpr const char* name = "send_recv";
+  static constexpr bool reduces = false;
+  static constexpr bool rooted = false;
+};
 }  // namespace kind
 
 template <class K>
@@ -52,11 +88,11 @@ struct coll_args {
   int rank = 0;
   int nranks = 1;
   index_t count = 0;
-  int root = 0;              // rooted kinds
-  int send_peer = no_peer;   // send_recv: where this rank's input goes (no_peer: sends nothing)
-  int recv_peer = no_peer;   // send_recv: where this rank's output comes from (no_peer: nothing)
-  int channel = 0;           // this channel, 0 <= channel < nchannels
-  int nchannels = 1;         // channels run independently, each on its own connections
+  int root = 0;             // rooted kinds
+  int send_peer = no_peer;  // send_recv: where this rank's input goes (no_peer: sends nothing)
+  int recv_peer = no_peer;  // send_recv: where this rank's output comes from (no_peer: nothing)
+  int channel = 0;          // this channel, 0 <= channel < nchannels
+  int nchannels = 1;        // channels run independently, each on its own connections
 };
 
 // Elements of each rank's input and output buffer for a kind (root-only buffers count at every
@@ -64,8 +100,10 @@ struct coll_args {
 template <class K>
 constexpr index_t input_elems(const coll_args& a) noexcept {
   const index_t n = static_cast<index_t>(a.nranks);
-  if constexpr (requires { requires std::is_same_v<K, kind::reduce_scatter> || std::is_same_v<K, kind::all_to_all> ||
-                                    std::is_same_v<K, kind::scatter>; })
+  if constexpr (requires {
+                  requires std::is_same_v<K, kind::reduce_scatter> || std::is_same_v<K, kind::all_to_all> ||
+                      std::is_same_v<K, kind::scatter>;
+                })
     return n * a.count;
   else
     return a.count;
@@ -73,8 +111,10 @@ constexpr index_t input_elems(const coll_args& a) noexcept {
 template <class K>
 constexpr index_t output_elems(const coll_args& a) noexcept {
   const index_t n = static_cast<index_t>(a.nranks);
-  if constexpr (requires { requires std::is_same_v<K, kind::all_gather> || std::is_same_v<K, kind::all_to_all> ||
-                                    std::is_same_v<K, kind::gather>; })
+  if constexpr (requires {
+                  requires std::is_same_v<K, kind::all_gather> || std::is_same_v<K, kind::all_to_all> ||
+                      std::is_same_v<K, kind::gather>;
+                })
     return n * a.count;
   else
     return a.count;

@@ -60,25 +60,33 @@ namespace op {
 struct sum {
   static constexpr const char* name = "sum";
   template <class A>
-  COLLCOMM_HD constexpr A operator()(A a, A b) const noexcept { return detail::wrapping_add(a, b); }
+  COLLCOMM_HD constexpr A operator()(A a, A b) const noexcept {
+    return detail::wrapping_add(a, b);
+  }
 };
 
 struct prod {
   static constexpr const char* name = "prod";
   template <class A>
-  COLLCOMM_HD constexpr A operator()(A a, A b) const noexcept { return detail::wrapping_mul(a, b); }
+  COLLCOMM_HD constexpr A operator()(A a, A b) const noexcept {
+    return detail::wrapping_mul(a, b);
+  }
 };
 
 struct min {
   static constexpr const char* name = "min";
   template <class A>
-  COLLCOMM_HD constexpr A operator()(A a, A b) const noexcept { return b < a ? b : a; }
+  COLLCOMM_HD constexpr A operator()(A a, A b) const noexcept {
+    return b < a ? b : a;
+  }
 };
 
 struct max {
   static constexpr const char* name = "max";
   template <class A>
-  COLLCOMM_HD constexpr A operator()(A a, A b) const noexcept { return a < b ? b : a; }
+  COLLCOMM_HD constexpr A operator()(A a, A b) const noexcept {
+    return a < b ? b : a;
+  }
 };
 
 // Sum, then divide by the number of ranks once at the end. Integers: the wrapped sum divided
@@ -86,9 +94,13 @@ struct max {
 struct avg {
   static constexpr const char* name = "avg";
   template <class A>
-  COLLCOMM_HD constexpr A operator()(A a, A b) const noexcept { return detail::wrapping_add(a, b); }
+  COLLCOMM_HD constexpr A operator()(A a, A b) const noexcept {
+    return detail::wrapping_add(a, b);
+  }
   template <class A>
-  COLLCOMM_HD constexpr A post(A x, int nranks) const noexcept { return static_cast<A>(x / static_cast<A>(nranks)); }
+  COLLCOMM_HD constexpr A post(A x, int nranks) const noexcept {
+    return static_cast<A>(x / static_cast<A>(nranks));
+  }
 };
 
 // Each rank's input is multiplied by `scalar` (converted to the accumulation type), then summed.
@@ -97,9 +109,13 @@ struct premul_sum {
   static constexpr const char* name = "premul_sum";
   S scalar{1};
   template <class A>
-  COLLCOMM_HD constexpr A operator()(A a, A b) const noexcept { return detail::wrapping_add(a, b); }
+  COLLCOMM_HD constexpr A operator()(A a, A b) const noexcept {
+    return detail::wrapping_add(a, b);
+  }
   template <class A>
-  COLLCOMM_HD constexpr A pre(A x) const noexcept { return detail::wrapping_mul(x, static_cast<A>(scalar)); }
+  COLLCOMM_HD constexpr A pre(A x) const noexcept {
+    return detail::wrapping_mul(x, static_cast<A>(scalar));
+  }
 };
 template <class S>
 premul_sum(S) -> premul_sum<S>;
@@ -108,26 +124,34 @@ struct bit_and {
   static constexpr const char* name = "bit_and";
   static constexpr bool integer_only = true;
   template <class A>
-  COLLCOMM_HD constexpr A operator()(A a, A b) const noexcept { return static_cast<A>(a & b); }
+  COLLCOMM_HD constexpr A operator()(A a, A b) const noexcept {
+    return static_cast<A>(a & b);
+  }
 };
 struct bit_or {
   static constexpr const char* name = "bit_or";
   static constexpr bool integer_only = true;
   template <class A>
-  COLLCOMM_HD constexpr A operator()(A a, A b) const noexcept { return static_cast<A>(a | b); }
+  COLLCOMM_HD constexpr A operator()(A a, A b) const noexcept {
+    return static_cast<A>(a | b);
+  }
 };
 struct bit_xor {
   static constexpr const char* name = "bit_xor";
   static constexpr bool integer_only = true;
   template <class A>
-  COLLCOMM_HD constexpr A operator()(A a, A b) const noexcept { return static_cast<A>(a ^ b); }
+  COLLCOMM_HD constexpr A operator()(A a, A b) const noexcept {
+    return static_cast<A>(a ^ b);
+  }
 };
 
 // The op of the kinds that do not reduce (all_gather, broadcast, ...): never combines.
 struct none {
   static constexpr const char* name = "none";
   template <class A>
-  COLLCOMM_HD constexpr A operator()(A a, A) const noexcept { return a; }
+  COLLCOMM_HD constexpr A operator()(A a, A) const noexcept {
+    return a;
+  }
 };
 
 // An op followed by a user epilogue: `epilogue(x)` is applied to each fully reduced element, in the
@@ -144,20 +168,28 @@ struct with_epilogue {
   E epilogue;
   static constexpr const char* name = "with_epilogue";
   static constexpr bool integer_only = [] {
-    if constexpr (requires { Op::integer_only; }) return static_cast<bool>(Op::integer_only);
-    else return false;
+    if constexpr (requires { Op::integer_only; })
+      return static_cast<bool>(Op::integer_only);
+    else
+      return false;
   }();
   template <class A>
-  COLLCOMM_HD constexpr A operator()(A a, A b) const noexcept { return static_cast<A>(op(a, b)); }
+  COLLCOMM_HD constexpr A operator()(A a, A b) const noexcept {
+    return static_cast<A>(op(a, b));
+  }
   template <class A>
   COLLCOMM_HD constexpr A pre(A x) const noexcept {
-    if constexpr (requires { op.pre(x); }) return static_cast<A>(op.pre(x));
-    else return x;
+    if constexpr (requires { op.pre(x); })
+      return static_cast<A>(op.pre(x));
+    else
+      return x;
   }
   template <class A>
   COLLCOMM_HD constexpr A post(A x, int nranks) const noexcept {
-    if constexpr (requires { op.post(x, nranks); }) return static_cast<A>(epilogue(static_cast<A>(op.post(x, nranks))));
-    else return static_cast<A>(epilogue(x));
+    if constexpr (requires { op.post(x, nranks); })
+      return static_cast<A>(epilogue(static_cast<A>(op.post(x, nranks))));
+    else
+      return static_cast<A>(epilogue(x));
   }
 };
 template <class Op, class E>
@@ -168,38 +200,49 @@ with_epilogue(Op, E) -> with_epilogue<Op, E>;
 // Whether Op demands an integer element (bit_and, bit_or, bit_xor, or a user op that says so).
 template <class Op>
 inline constexpr bool op_integer_only = [] {
-  if constexpr (requires { Op::integer_only; }) return static_cast<bool>(Op::integer_only);
-  else return false;
+  if constexpr (requires { Op::integer_only; })
+    return static_cast<bool>(Op::integer_only);
+  else
+    return false;
 }();
 
 // The op axis concept, checked for one element type. The element condition of integer-only ops
 // is checked separately (compose.hpp) so that its error message can say what to do.
 template <class Op, class T>
-concept reduction_op = element<T> && std::is_trivially_copyable_v<Op> &&
-                       requires(const Op& op, accum_t<T> a) {
-                         { op(a, a) } -> std::convertible_to<accum_t<T>>;
-                       };
+concept reduction_op = element<T> && std::is_trivially_copyable_v<Op> && requires(const Op& op, accum_t<T> a) {
+  { op(a, a) } -> std::convertible_to<accum_t<T>>;
+};
 
 // pre/post with identity defaults: the executors call these and never ask which op they hold.
 template <class Op, class A>
 COLLCOMM_HD constexpr A apply_pre(const Op& op, A x) noexcept {
-  if constexpr (requires { op.pre(x); }) return static_cast<A>(op.pre(x));
-  else return x;
+  if constexpr (requires { op.pre(x); })
+    return static_cast<A>(op.pre(x));
+  else
+    return x;
 }
 template <class Op, class A>
 COLLCOMM_HD constexpr A apply_post(const Op& op, A x, int nranks) noexcept {
-  if constexpr (requires { op.post(x, nranks); }) return static_cast<A>(op.post(x, nranks));
-  else return x;
+  if constexpr (requires { op.post(x, nranks); })
+    return static_cast<A>(op.post(x, nranks));
+  else
+    return x;
 }
 template <class Op>
-inline constexpr bool op_has_pre = requires(const Op& op, float x) { op.pre(x); };
+inline constexpr bool op_has_pre = requires(const Op& op, float x) {
+  op.pre(x);
+};
 template <class Op>
-inline constexpr bool op_has_post = requires(const Op& op, float x) { op.post(x, 1); };
+inline constexpr bool op_has_post = requires(const Op& op, float x) {
+  op.post(x, 1);
+};
 
 template <class Op>
 constexpr const char* op_name() noexcept {
-  if constexpr (requires { Op::name; }) return Op::name;
-  else return "user";
+  if constexpr (requires { Op::name; })
+    return Op::name;
+  else
+    return "user";
 }
 
 COLLCOMM_NAMESPACE_END

@@ -25,8 +25,12 @@
 COLLCOMM_NAMESPACE_BEGIN
 namespace protocol {
 
-struct simple { static constexpr const char* name = "simple"; };
-struct ll { static constexpr const char* name = "ll"; };
+struct simple {
+  static constexpr const char* name = "simple";
+};
+struct ll {
+  static constexpr const char* name = "ll";
+};
 
 }  // namespace protocol
 
@@ -41,10 +45,12 @@ concept protocol_tag = std::same_as<P, protocol::simple> || std::same_as<P, prot
 // Threads: threads per block (GPU); 512 moves 8 KiB per pass with 16-byte vectors.
 template <class Protocol = protocol::simple, int Channels = 0, std::size_t SlotBytes = 0, int Threads = 512>
 struct tuning {
-  static_assert(protocol_tag<Protocol>, "collcomm tuning: the protocol is collcomm::protocol::simple or collcomm::protocol::ll");
+  static_assert(protocol_tag<Protocol>,
+                "collcomm tuning: the protocol is collcomm::protocol::simple or collcomm::protocol::ll");
   static_assert(Channels >= 0, "collcomm tuning: Channels is at least 1 (or 0: the world's options::channels)");
-  static_assert(SlotBytes % 16 == 0 && SlotBytes <= (std::size_t{1} << 31),
-                "collcomm tuning: SlotBytes is a multiple of 16, at most 2 GiB (or 0: the world's options::slot_bytes)");
+  static_assert(
+      SlotBytes % 16 == 0 && SlotBytes <= (std::size_t{1} << 31),
+      "collcomm tuning: SlotBytes is a multiple of 16, at most 2 GiB (or 0: the world's options::slot_bytes)");
   static_assert(Threads >= 32 && Threads <= 1024 && Threads % 32 == 0,
                 "collcomm tuning: Threads is a multiple of 32 in [32, 1024]");
   using protocol = Protocol;

@@ -47,32 +47,41 @@ struct plain_element {
 };
 }  // namespace detail
 
-template <> struct element_traits<float> : detail::plain_element<float, element_kind::f32, float, false> {
+template <>
+struct element_traits<float> : detail::plain_element<float, element_kind::f32, float, false> {
   static constexpr const char* name = "f32";
 };
-template <> struct element_traits<double> : detail::plain_element<double, element_kind::f64, double, false> {
+template <>
+struct element_traits<double> : detail::plain_element<double, element_kind::f64, double, false> {
   static constexpr const char* name = "f64";
 };
-template <> struct element_traits<std::int8_t> : detail::plain_element<std::int8_t, element_kind::i8, std::int8_t, true> {
+template <>
+struct element_traits<std::int8_t> : detail::plain_element<std::int8_t, element_kind::i8, std::int8_t, true> {
   static constexpr const char* name = "i8";
 };
-template <> struct element_traits<std::uint8_t> : detail::plain_element<std::uint8_t, element_kind::u8, std::uint8_t, true> {
+template <>
+struct element_traits<std::uint8_t> : detail::plain_element<std::uint8_t, element_kind::u8, std::uint8_t, true> {
   static constexpr const char* name = "u8";
 };
-template <> struct element_traits<std::int32_t> : detail::plain_element<std::int32_t, element_kind::i32, std::int32_t, true> {
+template <>
+struct element_traits<std::int32_t> : detail::plain_element<std::int32_t, element_kind::i32, std::int32_t, true> {
   static constexpr const char* name = "i32";
 };
-template <> struct element_traits<std::uint32_t> : detail::plain_element<std::uint32_t, element_kind::u32, std::uint32_t, true> {
+template <>
+struct element_traits<std::uint32_t> : detail::plain_element<std::uint32_t, element_kind::u32, std::uint32_t, true> {
   static constexpr const char* name = "u32";
 };
-template <> struct element_traits<std::int64_t> : detail::plain_element<std::int64_t, element_kind::i64, std::int64_t, true> {
+template <>
+struct element_traits<std::int64_t> : detail::plain_element<std::int64_t, element_kind::i64, std::int64_t, true> {
   static constexpr const char* name = "i64";
 };
-template <> struct element_traits<std::uint64_t> : detail::plain_element<std::uint64_t, element_kind::u64, std::uint64_t, true> {
+template <>
+struct element_traits<std::uint64_t> : detail::plain_element<std::uint64_t, element_kind::u64, std::uint64_t, true> {
   static constexpr const char* name = "u64";
 };
 
-template <> struct element_traits<__half> {
+template <>
+struct element_traits<__half> {
   using accum = float;
   static constexpr element_kind kind = element_kind::f16;
   static constexpr bool is_integer = false;
@@ -80,7 +89,8 @@ template <> struct element_traits<__half> {
   COLLCOMM_HD static float to_accum(__half x) noexcept { return __half2float(x); }
   COLLCOMM_HD static __half from_accum(float x) noexcept { return __float2half_rn(x); }
 };
-template <> struct element_traits<__nv_bfloat16> {
+template <>
+struct element_traits<__nv_bfloat16> {
   using accum = float;
   static constexpr element_kind kind = element_kind::bf16;
   static constexpr bool is_integer = false;
@@ -88,7 +98,8 @@ template <> struct element_traits<__nv_bfloat16> {
   COLLCOMM_HD static float to_accum(__nv_bfloat16 x) noexcept { return __bfloat162float(x); }
   COLLCOMM_HD static __nv_bfloat16 from_accum(float x) noexcept { return __float2bfloat16_rn(x); }
 };
-template <> struct element_traits<__nv_fp8_e4m3> {
+template <>
+struct element_traits<__nv_fp8_e4m3> {
   using accum = float;
   static constexpr element_kind kind = element_kind::e4m3;
   static constexpr bool is_integer = false;
@@ -96,7 +107,8 @@ template <> struct element_traits<__nv_fp8_e4m3> {
   COLLCOMM_HD static float to_accum(__nv_fp8_e4m3 x) noexcept { return static_cast<float>(x); }
   COLLCOMM_HD static __nv_fp8_e4m3 from_accum(float x) noexcept { return __nv_fp8_e4m3(x); }
 };
-template <> struct element_traits<__nv_fp8_e5m2> {
+template <>
+struct element_traits<__nv_fp8_e5m2> {
   using accum = float;
   static constexpr element_kind kind = element_kind::e5m2;
   static constexpr bool is_integer = false;

@@ -54,7 +54,9 @@ std::vector<std::byte> rank_bytes(std::uint64_t seed, int rank, std::size_t n) {
   return v;
 }
 
-long long ms_since(clk::time_point t0) { return std::chrono::duration_cast<std::chrono::milliseconds>(clk::now() - t0).count(); }
+long long ms_since(clk::time_point t0) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(clk::now() - t0).count();
+}
 
 // Runs `call`, which must throw collcomm::error with `code` whose text contains `want`, within
 // `bound`; returns 0 or a non-zero code after printing why.
@@ -66,8 +68,8 @@ int expect_error(int r, const char* what, collcomm::errc code, const std::string
   } catch (const collcomm::error& e) {
     const std::string text = e.what();
     if (e.code() != code || text.find(want) == std::string::npos || ms_since(t0) > bound.count() || e.rank() != r) {
-      std::fprintf(stderr, "rank %d, %s: wrong failure after %lld ms (want code %d naming '%s'): %s\n", r, what, ms_since(t0), int(code),
-                   want.c_str(), e.what());
+      std::fprintf(stderr, "rank %d, %s: wrong failure after %lld ms (want code %d naming '%s'): %s\n", r, what,
+                   ms_since(t0), int(code), want.c_str(), e.what());
       return 50;
     }
     if (r == 1) std::printf("rank %d, %s: %s\n", r, what, e.what());
@@ -169,8 +171,8 @@ TEST_CASE("local bootstrap: a rank that never joins is named in a timeout on eve
     bs::local_group group(n, timeout);
     auto codes = run_threads(n, [&](int r) {
       if (r == absent) return 0;
-      return expect_error(r, "handshake", collcomm::errc::timeout, "rank " + std::to_string(absent) + " did not arrive", timeout + 500ms,
-                          [&] { bs::local b(group, r); });
+      return expect_error(r, "handshake", collcomm::errc::timeout, "rank " + std::to_string(absent) + " did not arrive",
+                          timeout + 500ms, [&] { bs::local b(group, r); });
     });
     for (int r = 0; r < n; ++r) CHECK_MESSAGE(codes[std::size_t(r)] == 0, "absent " << absent << ", rank " << r);
   }
@@ -185,17 +187,23 @@ TEST_CASE("local bootstrap: a rank that skips a collective is named on every ran
     b.barrier();
     if (r == skipper) {
       std::this_thread::sleep_for(2 * timeout);  // arrives after the others gave up
-      int c = expect_error(r, "late all_gather", collcomm::errc::timeout, "rank 3 did not arrive", 100ms, [&] { b.barrier(); });
+      int c = expect_error(r, "late all_gather", collcomm::errc::timeout, "rank 3 did not arrive", 100ms,
+                           [&] { b.barrier(); });
       // Afterwards the bootstrap refuses every call.
-      return c ? c : expect_error(r, "after failure", collcomm::errc::invalid_usage, "already failed", 100ms, [&] { b.barrier(); });
+      return c ? c : expect_error(r, "after failure", collcomm::errc::invalid_usage, "already failed", 100ms, [&] {
+        b.barrier();
+      });
     }
     std::array<std::byte, 8> in{}, out0{};
     std::vector<std::byte> out(8 * n);
     int c = expect_error(r, "all_gather", collcomm::errc::timeout, "all_gather: rank 3 did not arrive", timeout + 500ms,
                          [&] { b.all_gather(in, out); });
     if (c) return c;
-    c = expect_error(r, "send after failure", collcomm::errc::invalid_usage, "already failed", 100ms, [&] { b.send(0, in); });
-    return c ? c : expect_error(r, "recv after failure", collcomm::errc::invalid_usage, "already failed", 100ms, [&] { b.recv(0, out0); });
+    c = expect_error(r, "send after failure", collcomm::errc::invalid_usage, "already failed", 100ms,
+                     [&] { b.send(0, in); });
+    return c ? c : expect_error(r, "recv after failure", collcomm::errc::invalid_usage, "already failed", 100ms, [&] {
+      b.recv(0, out0);
+    });
   });
   for (int r = 0; r < n; ++r) CHECK_MESSAGE(codes[std::size_t(r)] == 0, "rank " << r);
 }
@@ -209,10 +217,11 @@ TEST_CASE("local bootstrap: a rank whose thread leaves is named at once (no need
     if (r == 1) return 0;  // leaves: its bootstrap is destroyed
     if (r == 2) {
       std::array<std::byte, 4> m{};
-      return expect_error(r, "recv from a departed rank", collcomm::errc::aborted, "rank 1's bootstrap was destroyed", 2s,
-                          [&] { b.recv(1, m); });
+      return expect_error(r, "recv from a departed rank", collcomm::errc::aborted, "rank 1's bootstrap was destroyed",
+                          2s, [&] { b.recv(1, m); });
     }
-    return expect_error(r, "barrier with a departed rank", collcomm::errc::aborted, "rank 1's bootstrap was destroyed", 2s, [&] { b.barrier(); });
+    return expect_error(r, "barrier with a departed rank", collcomm::errc::aborted, "rank 1's bootstrap was destroyed",
+                        2s, [&] { b.barrier(); });
   });
   for (int r = 0; r < n; ++r) CHECK_MESSAGE(codes[std::size_t(r)] == 0, "rank " << r);
 }
@@ -244,12 +253,14 @@ TEST_CASE("local bootstrap: a recv of the wrong size fails that call only; a rec
       std::this_thread::sleep_for(3 * timeout);  // stays (a leaving rank would be named at once, not by a timeout)
       return 0;
     }
-    int c = expect_error(r, "recv size", collcomm::errc::invalid_usage, "message has 6 bytes, the receive buffer 5", 1s, [&] { b.recv(0, five); });
+    int c = expect_error(r, "recv size", collcomm::errc::invalid_usage, "message has 6 bytes, the receive buffer 5", 1s,
+                         [&] { b.recv(0, five); });
     if (c) return c;
     b.recv(0, six);  // the next message is still there
     b.barrier();
     // Rank 0 sends nothing more: rank 1's recv times out naming it, and the group fails.
-    return expect_error(r, "recv timeout", collcomm::errc::timeout, "recv from rank 0: rank 0 did not send", timeout + 500ms, [&] { b.recv(0, six); });
+    return expect_error(r, "recv timeout", collcomm::errc::timeout, "recv from rank 0: rank 0 did not send",
+                        timeout + 500ms, [&] { b.recv(0, six); });
   });
   for (int r = 0; r < n; ++r) CHECK_MESSAGE(codes[std::size_t(r)] == 0, "rank " << r);
 }
@@ -262,7 +273,7 @@ TEST_CASE("local bootstrap: bad arguments") {
   CHECK_THROWS_AS(bs::local(two, -1), collcomm::error);
 
   bs::local_group g(1, 1s);
-  bs::local one(g, 0);  // a group of one needs nobody
+  bs::local one(g, 0);                                // a group of one needs nobody
   CHECK_THROWS_AS(bs::local(g, 0), collcomm::error);  // rank 0 joined already
   std::array<std::byte, 3> in{std::byte{1}, std::byte{2}, std::byte{3}}, out{};
   one.all_gather(in, out);

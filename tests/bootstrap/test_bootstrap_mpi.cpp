@@ -25,14 +25,14 @@ using clk = std::chrono::steady_clock;
 namespace {
 int g_rank = 0, g_size = 1, g_failures = 0;
 
-#define EXPECT(cond, ...)                                                       \
-  do {                                                                          \
-    if (!(cond)) {                                                              \
-      ++g_failures;                                                             \
+#define EXPECT(cond, ...)                                                                     \
+  do {                                                                                        \
+    if (!(cond)) {                                                                            \
+      ++g_failures;                                                                           \
       std::fprintf(stderr, "rank %d: FAILED %s:%d: %s: ", g_rank, __FILE__, __LINE__, #cond); \
-      std::fprintf(stderr, __VA_ARGS__);                                        \
-      std::fprintf(stderr, "\n");                                               \
-    }                                                                           \
+      std::fprintf(stderr, __VA_ARGS__);                                                      \
+      std::fprintf(stderr, "\n");                                                             \
+    }                                                                                         \
   } while (0)
 
 std::vector<std::byte> rank_bytes(std::uint64_t seed, int rank, std::size_t n) {
@@ -42,7 +42,9 @@ std::vector<std::byte> rank_bytes(std::uint64_t seed, int rank, std::size_t n) {
   return v;
 }
 
-long long ms_since(clk::time_point t0) { return std::chrono::duration_cast<std::chrono::milliseconds>(clk::now() - t0).count(); }
+long long ms_since(clk::time_point t0) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(clk::now() - t0).count();
+}
 
 // `call` must throw collcomm::error with `code`, naming `want`, from this rank, within `bound`.
 void expect_error(const char* what, collcomm::errc code, const std::string& want, std::chrono::milliseconds bound,
@@ -52,8 +54,10 @@ void expect_error(const char* what, collcomm::errc code, const std::string& want
     call();
   } catch (const collcomm::error& e) {
     const std::string text = e.what();
-    EXPECT(e.code() == code && text.find(want) != std::string::npos && ms_since(t0) <= bound.count() && e.rank() == g_rank,
-           "%s: wrong failure after %lld ms (want code %d naming '%s'): %s", what, ms_since(t0), int(code), want.c_str(), e.what());
+    EXPECT(
+        e.code() == code && text.find(want) != std::string::npos && ms_since(t0) <= bound.count() && e.rank() == g_rank,
+        "%s: wrong failure after %lld ms (want code %d naming '%s'): %s", what, ms_since(t0), int(code), want.c_str(),
+        e.what());
     if (g_rank == 1) std::printf("rank %d, %s: %s\n", g_rank, what, e.what());
     return;
   }
@@ -70,8 +74,8 @@ void case_exercise(std::uint64_t seed) {
     b.all_gather(mine, out);
     for (int q = 0; q < n; ++q) {
       auto want = rank_bytes(seed + bytes, q, bytes);
-      EXPECT(std::equal(want.begin(), want.end(), out.begin() + std::ptrdiff_t(std::size_t(q) * bytes)), "all_gather(%zu bytes): rank %d's block",
-             bytes, q);
+      EXPECT(std::equal(want.begin(), want.end(), out.begin() + std::ptrdiff_t(std::size_t(q) * bytes)),
+             "all_gather(%zu bytes): rank %d's block", bytes, q);
     }
   }
   b.barrier();
@@ -85,7 +89,8 @@ void case_exercise(std::uint64_t seed) {
     for (int twice = 0; twice < 2; ++twice) {
       std::vector<std::byte> got(len, std::byte{0xCD});
       b.recv(prev, got);
-      EXPECT(got == rank_bytes(seed + 77 + std::uint64_t(round), prev, len), "ring round %d: wrong bytes from rank %d", round, prev);
+      EXPECT(got == rank_bytes(seed + 77 + std::uint64_t(round), prev, len), "ring round %d: wrong bytes from rank %d",
+             round, prev);
     }
   }
   auto self = rank_bytes(seed + 99, r, 33);
@@ -93,10 +98,13 @@ void case_exercise(std::uint64_t seed) {
   std::vector<std::byte> got(33);
   b.recv(r, got);
   EXPECT(got == self, "message to self");
-  expect_error("recv from self, nothing sent", collcomm::errc::invalid_usage, "recv from self", 100ms, [&] { b.recv(r, got); });
-  expect_error("bad peer", collcomm::errc::invalid_argument, "peer = " + std::to_string(n), 100ms, [&] { b.send(n, self); });
+  expect_error("recv from self, nothing sent", collcomm::errc::invalid_usage, "recv from self", 100ms,
+               [&] { b.recv(r, got); });
+  expect_error("bad peer", collcomm::errc::invalid_argument, "peer = " + std::to_string(n), 100ms,
+               [&] { b.send(n, self); });
   std::vector<std::byte> wrong(3);
-  expect_error("bad out size", collcomm::errc::invalid_argument, "out has 3 bytes", 100ms, [&] { b.all_gather(self, wrong); });
+  expect_error("bad out size", collcomm::errc::invalid_argument, "out has 3 bytes", 100ms,
+               [&] { b.all_gather(self, wrong); });
   b.barrier();
 }
 
@@ -104,8 +112,8 @@ void case_size_mismatch() {
   bs::mpi b(MPI_COMM_WORLD, 5s);
   const int last = g_size - 1;
   std::vector<std::byte> in(g_rank == last ? 5 : 4), out(in.size() * std::size_t(g_size));
-  expect_error("all_gather sizes", collcomm::errc::invalid_usage, "rank " + std::to_string(last) + " gave 5 bytes, rank 0 gave 4", 4s,
-               [&] { b.all_gather(in, out); });
+  expect_error("all_gather sizes", collcomm::errc::invalid_usage,
+               "rank " + std::to_string(last) + " gave 5 bytes, rank 0 gave 4", 4s, [&] { b.all_gather(in, out); });
   expect_error("after failure", collcomm::errc::invalid_usage, "already failed", 100ms, [&] { b.barrier(); });
 }
 
@@ -116,7 +124,8 @@ void case_recv_size(std::uint64_t seed) {
   b.send(next, six);
   b.send(next, six);
   std::vector<std::byte> five(5), got(6);
-  expect_error("recv size", collcomm::errc::invalid_usage, "message has 6 bytes, the receive buffer 5", 4s, [&] { b.recv(prev, five); });
+  expect_error("recv size", collcomm::errc::invalid_usage, "message has 6 bytes, the receive buffer 5", 4s,
+               [&] { b.recv(prev, five); });
   b.recv(prev, got);  // the wrong-size call consumed one message; the next is intact
   EXPECT(got == rank_bytes(seed, prev, 6), "message after a wrong-size recv");
   b.barrier();
@@ -141,7 +150,8 @@ void case_rank0_absent() {
   bs::mpi b(MPI_COMM_WORLD, timeout);
   b.barrier();
   if (g_rank == 0) return;  // never calls the next barrier
-  expect_error("barrier without rank 0", collcomm::errc::timeout, "rank 0 did not answer", 2 * timeout + 500ms, [&] { b.barrier(); });
+  expect_error("barrier without rank 0", collcomm::errc::timeout, "rank 0 did not answer", 2 * timeout + 500ms,
+               [&] { b.barrier(); });
 }
 
 void case_never_built() {
@@ -152,7 +162,8 @@ void case_never_built() {
     std::this_thread::sleep_for(3 * timeout);
     expect_error("late handshake", collcomm::errc::timeout, want, 500ms, [&] { bs::mpi b(MPI_COMM_WORLD, timeout); });
   } else {
-    expect_error("handshake", collcomm::errc::timeout, want, 2 * timeout + 500ms, [&] { bs::mpi b(MPI_COMM_WORLD, timeout); });
+    expect_error("handshake", collcomm::errc::timeout, want, 2 * timeout + 500ms,
+                 [&] { bs::mpi b(MPI_COMM_WORLD, timeout); });
   }
 }
 }  // namespace

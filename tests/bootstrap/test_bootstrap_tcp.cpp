@@ -30,7 +30,8 @@ std::uint64_t fresh_seed() {
 
 // Forks one process per rank (skipping `absent`), each running f(rank) -> exit code; returns the
 // exit codes (-1: killed or crashed; absent ranks 0).
-std::vector<int> run_job(int nranks, const std::function<int(int)>& f, int absent = -1, std::function<void()> parent_side = {}) {
+std::vector<int> run_job(int nranks, const std::function<int(int)>& f, int absent = -1,
+                         std::function<void()> parent_side = {}) {
   std::fflush(stdout);
   std::fflush(stderr);
   std::vector<pid_t> pids(std::size_t(nranks), -1);
@@ -128,22 +129,25 @@ TEST_CASE("tcp bootstrap: all_gather, barrier, send/recv ring for 1..8 forked ra
   for (int n = 1; n <= 8; ++n) {
     auto id = bs::unique_id::create();
     const auto text = id.to_string();
-    auto codes = run_job(n, [&](int r) {
-      const int fds = open_fds();
-      int code;
-      {
-        bs::tcp b(bs::unique_id::from_string(text), r, n, 5s);
-        if (b.rank() != r || b.size() != n) return 12;
-        code = exercise(b, seed);
-      }
-      // rank 0's listener came from the registry (inherited); others closed theirs at start.
-      const int after = open_fds();
-      if (code == 0 && after >= fds) {
-        std::fprintf(stderr, "rank %d: %d fds open before, %d after the bootstrap\n", r, fds, after);
-        return 13;
-      }
-      return code;
-    }, -1, [&] { bs::release_listener(id); });
+    auto codes = run_job(
+        n,
+        [&](int r) {
+          const int fds = open_fds();
+          int code;
+          {
+            bs::tcp b(bs::unique_id::from_string(text), r, n, 5s);
+            if (b.rank() != r || b.size() != n) return 12;
+            code = exercise(b, seed);
+          }
+          // rank 0's listener came from the registry (inherited); others closed theirs at start.
+          const int after = open_fds();
+          if (code == 0 && after >= fds) {
+            std::fprintf(stderr, "rank %d: %d fds open before, %d after the bootstrap\n", r, fds, after);
+            return 13;
+          }
+          return code;
+        },
+        -1, [&] { bs::release_listener(id); });
     for (int r = 0; r < n; ++r) CHECK_MESSAGE(codes[std::size_t(r)] == 0, "n = " << n << ", rank " << r);
   }
 }
@@ -167,25 +171,29 @@ TEST_CASE("tcp bootstrap: a rank that never starts is named in a timeout on ever
   for (int absent : {2, 0}) {
     const int n = 4;
     auto id = bs::unique_id::create();
-    auto codes = run_job(n, [&](int r) {
-      const auto t0 = std::chrono::steady_clock::now();
-      try {
-        bs::tcp b(id, r, n, timeout);
-        std::fprintf(stderr, "rank %d: bootstrap completed without rank %d\n", r, absent);
-        return 20;
-      } catch (const collcomm::error& e) {
-        const auto took = std::chrono::steady_clock::now() - t0;
-        const std::string what = e.what();
-        const std::string want = "rank " + std::to_string(absent);
-        if (e.code() != collcomm::errc::timeout || what.find(want) == std::string::npos || took > 2 * timeout + 300ms) {
-          std::fprintf(stderr, "rank %d: wrong failure after %lld ms: %s\n", r,
-                       (long long)std::chrono::duration_cast<std::chrono::milliseconds>(took).count(), e.what());
-          return 21;
-        }
-        if (r == 1) std::fprintf(stderr, "rank %d saw: %s\n", r, e.what());
-        return 0;
-      }
-    }, absent, [&] { bs::release_listener(id); });
+    auto codes = run_job(
+        n,
+        [&](int r) {
+          const auto t0 = std::chrono::steady_clock::now();
+          try {
+            bs::tcp b(id, r, n, timeout);
+            std::fprintf(stderr, "rank %d: bootstrap completed without rank %d\n", r, absent);
+            return 20;
+          } catch (const collcomm::error& e) {
+            const auto took = std::chrono::steady_clock::now() - t0;
+            const std::string what = e.what();
+            const std::string want = "rank " + std::to_string(absent);
+            if (e.code() != collcomm::errc::timeout || what.find(want) == std::string::npos ||
+                took > 2 * timeout + 300ms) {
+              std::fprintf(stderr, "rank %d: wrong failure after %lld ms: %s\n", r,
+                           (long long)std::chrono::duration_cast<std::chrono::milliseconds>(took).count(), e.what());
+              return 21;
+            }
+            if (r == 1) std::fprintf(stderr, "rank %d saw: %s\n", r, e.what());
+            return 0;
+          }
+        },
+        absent, [&] { bs::release_listener(id); });
     for (int r = 0; r < n; ++r) CHECK_MESSAGE(codes[std::size_t(r)] == 0, "absent " << absent << ", rank " << r);
   }
 }
@@ -194,46 +202,54 @@ TEST_CASE("tcp bootstrap: strangers (wrong token, garbage, silence) are turned a
   const auto seed = fresh_seed();
   const int n = 3;
   auto id = bs::unique_id::create();
-  auto codes = run_job(n, [&](int r) {
-    if (r == 1) {
-      // Before joining, rank 1's process plays three strangers.
-      auto addr = bs::detail::resolve(id.host(), id.port(), r);
-      std::vector<bs::detail::fd_owner> keep;
-      for (int kind = 0; kind < 3; ++kind) {
-        auto s = bs::detail::new_socket(r);
-        if (::connect(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return 30;
-        std::vector<std::byte> m;
-        if (kind == 0) {  // a well-formed hello of another job claiming rank 2
-          std::array<std::byte, 4> nn;
-          collcomm::bootstrap::wire::detail::put<std::uint32_t>(nn.data(), n);
-          m = collcomm::bootstrap::wire::encode({collcomm::bootstrap::wire::msg::hello, id.token() ^ 1, 2, -1, 0}, nn);
-        } else if (kind == 1) {
-          m = rank_bytes(seed, 99, 64);
+  auto codes = run_job(
+      n,
+      [&](int r) {
+        if (r == 1) {
+          // Before joining, rank 1's process plays three strangers.
+          auto addr = bs::detail::resolve(id.host(), id.port(), r);
+          std::vector<bs::detail::fd_owner> keep;
+          for (int kind = 0; kind < 3; ++kind) {
+            auto s = bs::detail::new_socket(r);
+            if (::connect(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return 30;
+            std::vector<std::byte> m;
+            if (kind == 0) {  // a well-formed hello of another job claiming rank 2
+              std::array<std::byte, 4> nn;
+              collcomm::bootstrap::wire::detail::put<std::uint32_t>(nn.data(), n);
+              m = collcomm::bootstrap::wire::encode({collcomm::bootstrap::wire::msg::hello, id.token() ^ 1, 2, -1, 0},
+                                                    nn);
+            } else if (kind == 1) {
+              m = rank_bytes(seed, 99, 64);
+            }
+            if (!m.empty() && bs::detail::send_all(s.get(), m.data(), m.size(),
+                                                   std::chrono::steady_clock::now() + 1s) != bs::detail::io::ok)
+              return 31;
+            keep.push_back(std::move(s));  // kind 2 stays connected and silent
+          }
         }
-        if (!m.empty() && bs::detail::send_all(s.get(), m.data(), m.size(), std::chrono::steady_clock::now() + 1s) != bs::detail::io::ok)
-          return 31;
-        keep.push_back(std::move(s));  // kind 2 stays connected and silent
-      }
-    }
-    bs::tcp b(id, r, n, 3s);
-    return exercise(b, seed);
-  }, -1, [&] { bs::release_listener(id); });
+        bs::tcp b(id, r, n, 3s);
+        return exercise(b, seed);
+      },
+      -1, [&] { bs::release_listener(id); });
   for (int r = 0; r < n; ++r) CHECK_MESSAGE(codes[std::size_t(r)] == 0, "rank " << r);
 }
 
 TEST_CASE("tcp bootstrap: mismatched all_gather sizes are an error on every rank") {
   const int n = 3;
   auto id = bs::unique_id::create();
-  auto codes = run_job(n, [&](int r) {
-    bs::tcp b(id, r, n, 2s);
-    std::vector<std::byte> in(r == 2 ? 5 : 4), out(in.size() * n);
-    try {
-      b.all_gather(in, out);
-    } catch (const collcomm::error& e) {
-      return std::string(e.what()).find("rank 2 gave 5 bytes") != std::string::npos ? 0 : 40;
-    }
-    return 41;
-  }, -1, [&] { bs::release_listener(id); });
+  auto codes = run_job(
+      n,
+      [&](int r) {
+        bs::tcp b(id, r, n, 2s);
+        std::vector<std::byte> in(r == 2 ? 5 : 4), out(in.size() * n);
+        try {
+          b.all_gather(in, out);
+        } catch (const collcomm::error& e) {
+          return std::string(e.what()).find("rank 2 gave 5 bytes") != std::string::npos ? 0 : 40;
+        }
+        return 41;
+      },
+      -1, [&] { bs::release_listener(id); });
   for (int r = 0; r < n; ++r) CHECK_MESSAGE(codes[std::size_t(r)] == 0, "rank " << r);
 }
 
@@ -256,9 +272,19 @@ TEST_CASE("tcp bootstrap: bad arguments") {
 
 namespace {
 struct env_guard {
-  std::vector<std::string> names{"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "OMPI_COMM_WORLD_RANK",
-                                 "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_PROCID", "SLURM_NTASKS",
-                                 "SLURM_LOCALID", "COLLCOMM_ROOT", "COLLCOMM_JOB_TOKEN"};
+  std::vector<std::string> names{"RANK",
+                                 "WORLD_SIZE",
+                                 "LOCAL_RANK",
+                                 "MASTER_ADDR",
+                                 "MASTER_PORT",
+                                 "OMPI_COMM_WORLD_RANK",
+                                 "OMPI_COMM_WORLD_SIZE",
+                                 "OMPI_COMM_WORLD_LOCAL_RANK",
+                                 "SLURM_PROCID",
+                                 "SLURM_NTASKS",
+                                 "SLURM_LOCALID",
+                                 "COLLCOMM_ROOT",
+                                 "COLLCOMM_JOB_TOKEN"};
   env_guard() {
     for (auto& n : names) ::unsetenv(n.c_str());
   }
@@ -280,7 +306,8 @@ std::string env_error() {
 TEST_CASE("env: torchrun, Open MPI, Slurm; missing and malformed variables are named") {
   {
     env_guard g;
-    g.set("RANK", "3"), g.set("WORLD_SIZE", "8"), g.set("LOCAL_RANK", "1"), g.set("MASTER_ADDR", "node7"), g.set("MASTER_PORT", "29500");
+    g.set("RANK", "3"), g.set("WORLD_SIZE", "8"), g.set("LOCAL_RANK", "1"), g.set("MASTER_ADDR", "node7"),
+        g.set("MASTER_PORT", "29500");
     auto c = bs::read_env();
     CHECK(c.rank == 3);
     CHECK(c.size == 8);

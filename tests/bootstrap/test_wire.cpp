@@ -51,7 +51,8 @@ TEST_CASE("wire: every truncation and an extra byte are errors") {
   auto m = wire::encode({wire::msg::gather, e.token, 3, -1, 0}, random_bytes(g, 40));
   wire::header h;
   std::span<const std::byte> p;
-  for (std::size_t k = 0; k < m.size(); ++k) CHECK(wire::parse(std::span(m).first(k), e, h, p) == wire::status::truncated);
+  for (std::size_t k = 0; k < m.size(); ++k)
+    CHECK(wire::parse(std::span(m).first(k), e, h, p) == wire::status::truncated);
   m.push_back(std::byte{0});
   CHECK(wire::parse(m, e, h, p) == wire::status::trailing);
 }
@@ -120,7 +121,9 @@ TEST_CASE("wire: random inputs only ever give ok or an error") {
   for (int i = 0; i < 300000; ++i) {
     std::vector<std::byte> in;
     switch (i % 3) {
-      case 0: in = random_bytes(g, g() % 80); break;
+      case 0:
+        in = random_bytes(g, g() % 80);
+        break;
       case 1: {  // a valid prefix with random tail fields: reaches the deeper checks
         in = valid;
         in.resize(g() % (valid.size() + 8));

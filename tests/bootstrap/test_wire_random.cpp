@@ -113,8 +113,8 @@ TEST_CASE("wire: 100000 random, mutated, truncated and oversized inputs give an 
       }
       case 5: {  // a header claiming more than the bound, with a few payload bytes behind it
         m = valid_message(g, e, 8);
-        const std::uint64_t lens[] = {wire::max_payload + 1, wire::max_payload + 1 + (g() >> 8), std::uint64_t(1) << 63, ~std::uint64_t{0},
-                                      wire::max_payload << 1};
+        const std::uint64_t lens[] = {wire::max_payload + 1, wire::max_payload + 1 + (g() >> 8), std::uint64_t(1) << 63,
+                                      ~std::uint64_t{0}, wire::max_payload << 1};
         wire::detail::put<std::uint64_t>(m.data() + 24, lens[g() % 5]);
         want = wire::status::oversized;
         break;
@@ -140,7 +140,8 @@ TEST_CASE("wire: 100000 random, mutated, truncated and oversized inputs give an 
           m.assign(b.begin(), b.end());
         } else {
           auto s = id.to_string();
-          m.assign(reinterpret_cast<const std::byte*>(s.data()), reinterpret_cast<const std::byte*>(s.data() + s.size()));
+          m.assign(reinterpret_cast<const std::byte*>(s.data()),
+                   reinterpret_cast<const std::byte*>(s.data() + s.size()));
         }
         if (!m.empty() && g() % 4) m[g() % m.size()] = std::byte(g() % 2 ? g() : "0123456789abcdef:/."[g() % 19]);
         if (!m.empty() && g() % 4 == 0) m.resize(g() % m.size());
@@ -149,12 +150,14 @@ TEST_CASE("wire: 100000 random, mutated, truncated and oversized inputs give an 
     }
     const auto s = parse_counting_allocs(m, e, allocs);
     if (known && s != want) {
-      FAIL_CHECK("input " << i << " (kind " << kind << "): status '" << wire::to_string(s) << "', want '" << wire::to_string(want) << "'");
+      FAIL_CHECK("input " << i << " (kind " << kind << "): status '" << wire::to_string(s) << "', want '"
+                          << wire::to_string(want) << "'");
     }
     (s == wire::status::ok ? by_kind_ok : by_kind_err)[kind]++;
-    if (const char* what = wire_oracle::check_input(framed(e, m))) FAIL_CHECK("input " << i << " (kind " << kind << "): " << what);
+    if (const char* what = wire_oracle::check_input(framed(e, m)))
+      FAIL_CHECK("input " << i << " (kind " << kind << "): " << what);
   }
-  CHECK(allocs == 0);  // wire::parse and decode_header never allocate
+  CHECK(allocs == 0);     // wire::parse and decode_header never allocate
   std::size_t probe = 0;  // ... and the counter does count: encode allocates
   g_allocs = 0;
   g_counting = true;

@@ -33,12 +33,18 @@ inline unsigned fresh_seed() {
 // Largest integer below which every integer is exact, per element type.
 template <class T>
 constexpr double exact_limit() {
-  if constexpr (std::is_same_v<T, __half>) return 2048;
-  else if constexpr (std::is_same_v<T, __nv_bfloat16>) return 256;
-  else if constexpr (std::is_same_v<T, __nv_fp8_e4m3>) return 16;
-  else if constexpr (std::is_same_v<T, __nv_fp8_e5m2>) return 8;
-  else if constexpr (std::is_same_v<T, float>) return 1 << 24;
-  else return 1e15;  // f64 and the integers (integers wrap exactly anyway)
+  if constexpr (std::is_same_v<T, __half>)
+    return 2048;
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    return 256;
+  else if constexpr (std::is_same_v<T, __nv_fp8_e4m3>)
+    return 16;
+  else if constexpr (std::is_same_v<T, __nv_fp8_e5m2>)
+    return 8;
+  else if constexpr (std::is_same_v<T, float>)
+    return 1 << 24;
+  else
+    return 1e15;  // f64 and the integers (integers wrap exactly anyway)
 }
 
 // Element `index` of rank `rank`'s input. Values are integers in [-span, span] with
@@ -74,13 +80,17 @@ T random_value(std::mt19937_64& g, int nranks, int rank, index_t index) {
 }
 
 template <class T>
-bool same_bits(T a, T b) { return std::memcmp(&a, &b, sizeof(T)) == 0; }
+bool same_bits(T a, T b) {
+  return std::memcmp(&a, &b, sizeof(T)) == 0;
+}
 
 template <class T>
 std::string show(T x) {
   std::ostringstream o;
-  if constexpr (std::is_integral_v<T>) o << static_cast<long long>(x);
-  else o << static_cast<double>(to_accum(x));
+  if constexpr (std::is_integral_v<T>)
+    o << static_cast<long long>(x);
+  else
+    o << static_cast<double>(to_accum(x));
   return o.str();
 }
 
@@ -93,7 +103,8 @@ struct case_config {
 
 // Expected outputs per rank (nullopt: not significant, must stay poisoned).
 template <class K, class T, class Op>
-std::vector<std::optional<std::vector<T>>> reference(const std::vector<std::vector<T>>& x, const case_config& c, const Op& op) {
+std::vector<std::optional<std::vector<T>>> reference(const std::vector<std::vector<T>>& x, const case_config& c,
+                                                     const Op& op) {
   using A = accum_t<T>;
   const int n = c.nranks;
   const index_t cnt = c.count;
@@ -108,15 +119,31 @@ std::vector<std::optional<std::vector<T>>> reference(const std::vector<std::vect
   std::vector<std::optional<std::vector<T>>> out(n);
   for (int r = 0; r < n; ++r) {
     std::vector<T> o;
-    if constexpr (std::is_same_v<K, kind::all_reduce>) { for (index_t i = 0; i < cnt; ++i) o.push_back(reduced(i)); }
-    else if constexpr (std::is_same_v<K, kind::reduce_scatter>) { for (index_t i = 0; i < cnt; ++i) o.push_back(reduced(r * cnt + i)); }
-    else if constexpr (std::is_same_v<K, kind::all_gather>) { for (int s = 0; s < n; ++s) for (index_t i = 0; i < cnt; ++i) o.push_back(x[s][i]); }
-    else if constexpr (std::is_same_v<K, kind::broadcast>) { o = std::vector<T>(x[c.root].begin(), x[c.root].begin() + cnt); }
-    else if constexpr (std::is_same_v<K, kind::reduce>) { if (r != c.root) continue; for (index_t i = 0; i < cnt; ++i) o.push_back(reduced(i)); }
-    else if constexpr (std::is_same_v<K, kind::all_to_all>) { for (int s = 0; s < n; ++s) for (index_t i = 0; i < cnt; ++i) o.push_back(x[s][r * cnt + i]); }
-    else if constexpr (std::is_same_v<K, kind::gather>) { if (r != c.root) continue; for (int s = 0; s < n; ++s) for (index_t i = 0; i < cnt; ++i) o.push_back(x[s][i]); }
-    else if constexpr (std::is_same_v<K, kind::scatter>) { for (index_t i = 0; i < cnt; ++i) o.push_back(x[c.root][r * cnt + i]); }
-    else if constexpr (std::is_same_v<K, kind::send_recv>) { const int from = mod(r - 1, n); o = std::vector<T>(x[from].begin(), x[from].begin() + cnt); }
+    if constexpr (std::is_same_v<K, kind::all_reduce>) {
+      for (index_t i = 0; i < cnt; ++i) o.push_back(reduced(i));
+    } else if constexpr (std::is_same_v<K, kind::reduce_scatter>) {
+      for (index_t i = 0; i < cnt; ++i) o.push_back(reduced(r * cnt + i));
+    } else if constexpr (std::is_same_v<K, kind::all_gather>) {
+      for (int s = 0; s < n; ++s)
+        for (index_t i = 0; i < cnt; ++i) o.push_back(x[s][i]);
+    } else if constexpr (std::is_same_v<K, kind::broadcast>) {
+      o = std::vector<T>(x[c.root].begin(), x[c.root].begin() + cnt);
+    } else if constexpr (std::is_same_v<K, kind::reduce>) {
+      if (r != c.root) continue;
+      for (index_t i = 0; i < cnt; ++i) o.push_back(reduced(i));
+    } else if constexpr (std::is_same_v<K, kind::all_to_all>) {
+      for (int s = 0; s < n; ++s)
+        for (index_t i = 0; i < cnt; ++i) o.push_back(x[s][r * cnt + i]);
+    } else if constexpr (std::is_same_v<K, kind::gather>) {
+      if (r != c.root) continue;
+      for (int s = 0; s < n; ++s)
+        for (index_t i = 0; i < cnt; ++i) o.push_back(x[s][i]);
+    } else if constexpr (std::is_same_v<K, kind::scatter>) {
+      for (index_t i = 0; i < cnt; ++i) o.push_back(x[c.root][r * cnt + i]);
+    } else if constexpr (std::is_same_v<K, kind::send_recv>) {
+      const int from = mod(r - 1, n);
+      o = std::vector<T>(x[from].begin(), x[from].begin() + cnt);
+    }
     out[r] = std::move(o);
   }
   return out;
@@ -125,8 +152,8 @@ std::vector<std::optional<std::vector<T>>> reference(const std::vector<std::vect
 // Whether kind K has an in-place form (the table in kinds.hpp; all_to_all, scatter and
 // send_recv have none that the tests and bench exercise).
 template <class K>
-constexpr bool has_in_place = std::is_same_v<K, kind::all_reduce> || std::is_same_v<K, kind::broadcast> ||
-                              std::is_same_v<K, kind::reduce> || std::is_same_v<K, kind::all_gather> ||
-                              std::is_same_v<K, kind::gather> || std::is_same_v<K, kind::reduce_scatter>;
+constexpr bool has_in_place =
+    std::is_same_v<K, kind::all_reduce> || std::is_same_v<K, kind::broadcast> || std::is_same_v<K, kind::reduce> ||
+    std::is_same_v<K, kind::all_gather> || std::is_same_v<K, kind::gather> || std::is_same_v<K, kind::reduce_scatter>;
 
 }  // namespace collcomm_test

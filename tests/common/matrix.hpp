@@ -38,10 +38,9 @@ using all_kinds = type_list<collcomm::kind::all_reduce, collcomm::kind::reduce_s
 
 // Every algorithm collcomm has. Add each new one here: the symbolic and host tests pick up every
 // (kind, algorithm) pair for which algorithm_for holds.
-using all_algorithms =
-    type_list<collcomm::algo::ring, collcomm::algo::tree, collcomm::algo::recursive_doubling, collcomm::algo::one_shot,
-              collcomm::algo::two_shot, collcomm::algo::direct, collcomm::algo::pairwise, collcomm::algo::linear,
-              collcomm::algo::p2p>;
+using all_algorithms = type_list<collcomm::algo::ring, collcomm::algo::tree, collcomm::algo::recursive_doubling,
+                                 collcomm::algo::one_shot, collcomm::algo::two_shot, collcomm::algo::direct,
+                                 collcomm::algo::pairwise, collcomm::algo::linear, collcomm::algo::p2p>;
 
 // Calls f(type_identity<K>{}, type_identity<A>{}) for every kind K and algorithm A with a schedule.
 template <class F>

@@ -9,8 +9,8 @@ namespace cc = collcomm;
 
 void valid_compositions() {
   cc::check_composition<cc::kind::all_reduce, cc::algo::ring, cc::transport::host_shm, cc::op::sum, float>();
-  cc::check_composition<cc::kind::all_reduce, cc::algo::ring, cc::transport::net<cc::transport::socket>,
-                        cc::op::avg, __nv_bfloat16>();
+  cc::check_composition<cc::kind::all_reduce, cc::algo::ring, cc::transport::net<cc::transport::socket>, cc::op::avg,
+                        __nv_bfloat16>();
   cc::check_composition<cc::kind::reduce_scatter, cc::algo::ring, cc::transport::nvlink, cc::op::bit_xor,
                         std::uint8_t>();
   cc::check_composition<cc::kind::all_gather, cc::algo::ring, cc::transport::pcie, cc::op::none, __half>();

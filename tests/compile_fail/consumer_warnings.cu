@@ -15,6 +15,7 @@ class stream_wrapper {  // a framework's stream: not copyable, converts to cudaS
   explicit stream_wrapper(cudaStream_t s) : s_(s) {}
   stream_wrapper(const stream_wrapper&) = delete;
   operator cudaStream_t() const { return s_; }
+
  private:
   cudaStream_t s_;
 };
@@ -23,7 +24,8 @@ void gpu_calls(cc::communicator<cc::transport::nvlink>& comm, const float* send,
   stream_wrapper w(s);
   cc::all_reduce(comm, send, recv, 16, cc::op::sum{}, w);
   cc::all_reduce<cc::algo::one_shot>(comm, send, recv, 16, cc::op::with_epilogue{cc::op::sum{}, scale_by_two{}}, s);
-  cc::send_recv(comm, send, recv, 16, (comm.rank() + 1) % comm.size(), (comm.rank() + comm.size() - 1) % comm.size(), s);
+  cc::send_recv(comm, send, recv, 16, (comm.rank() + 1) % comm.size(), (comm.rank() + comm.size() - 1) % comm.size(),
+                s);
 }
 void host_calls() {
   cc::host::world w(2);

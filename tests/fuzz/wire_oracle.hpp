@@ -44,16 +44,20 @@ inline const char* check_message(std::span<const std::byte> in, const wire::expe
     if (h.token != e.token) return "ok with a foreign token";
     if (h.sender < 0 || h.sender >= e.nranks) return "ok with sender out of range";
     if (h.peer < -1 || h.peer >= e.nranks) return "ok with peer out of range";
-    if (static_cast<std::uint16_t>(h.type) < wire::msg_first || static_cast<std::uint16_t>(h.type) > wire::msg_last) return "ok with bad type";
+    if (static_cast<std::uint16_t>(h.type) < wire::msg_first || static_cast<std::uint16_t>(h.type) > wire::msg_last)
+      return "ok with bad type";
     if (h.length > wire::max_payload) return "ok with an oversized length";
     if (in.size() != wire::header_bytes + h.length) return "ok but the input is not exactly one message";
-    if (payload.size() != h.length || payload.data() != in.data() + wire::header_bytes) return "payload view outside the message";
+    if (payload.size() != h.length || payload.data() != in.data() + wire::header_bytes)
+      return "payload view outside the message";
     const auto again = wire::encode(h, payload);
-    if (again.size() != in.size() || !std::equal(again.begin(), again.end(), in.begin())) return "ok message does not re-encode to its bytes";
+    if (again.size() != in.size() || !std::equal(again.begin(), again.end(), in.begin()))
+      return "ok message does not re-encode to its bytes";
   } else {
     // parse fails with decode_header's status, or (header ok) for the payload's size only.
     if (sd != wire::status::ok && sd != s) return "parse and decode_header give different errors";
-    if (sd == wire::status::ok && s != wire::status::truncated && s != wire::status::trailing) return "header ok but parse failed otherwise";
+    if (sd == wire::status::ok && s != wire::status::truncated && s != wire::status::trailing)
+      return "header ok but parse failed otherwise";
     if (sd == wire::status::ok && hd.length > wire::max_payload) return "header ok with an oversized length";
     if (wire::to_string(s).empty()) return "status without text";
   }
@@ -67,7 +71,8 @@ inline const char* check_stream(std::span<const std::byte> in, const wire::expec
   for (int guard = 0; guard < 1 << 20; ++guard) {
     if (in.size() - at < wire::header_bytes) return nullptr;  // needs more bytes: a reader waits, bounded
     wire::header h{};
-    if (wire::decode_header(in.subspan(at, wire::header_bytes), e, h) != wire::status::ok) return nullptr;  // the connection is dropped
+    if (wire::decode_header(in.subspan(at, wire::header_bytes), e, h) != wire::status::ok)
+      return nullptr;  // the connection is dropped
     if (h.length > wire::max_payload) return "stream: a header allows a payload over max_payload";
     at += wire::header_bytes;
     if (in.size() - at < h.length) return nullptr;

@@ -92,8 +92,8 @@ buffer_layout layout_of(const case_config& c, int rank) {
 // Returns "" or the first wrong element, how many were wrong, and a write past the end; `who`
 // starts the message ("rank 2", "call 7").
 template <class T>
-std::string check_output(const std::vector<T>& got, const std::optional<std::vector<T>>& expect,
-                         const buffer_layout& l, const std::string& who) {
+std::string check_output(const std::vector<T>& got, const std::optional<std::vector<T>>& expect, const buffer_layout& l,
+                         const std::string& who) {
   const T poison = poison_value<T>();
   std::ostringstream msg;
   if (got.size() != static_cast<std::size_t>(l.alloc_elems) + 1) {

@@ -58,8 +58,10 @@ void rank_never_joins(std::chrono::milliseconds timeout, index_t count, bool in_
     gpu::world w(2, {}, fault_options<Tr>(timeout));
     float *d_in = nullptr, *d_out = nullptr;
     GPU_CHECK(cudaMalloc(&d_out, count * sizeof(float)));
-    if (in_place) d_in = d_out;
-    else GPU_CHECK(cudaMalloc(&d_in, count * sizeof(float)));
+    if (in_place)
+      d_in = d_out;
+    else
+      GPU_CHECK(cudaMalloc(&d_in, count * sizeof(float)));
     coll_args a{};
     a.rank = 0;
     a.nranks = 2;

@@ -70,14 +70,22 @@ struct via_api {
   template <class T, class Op>
   static void call(gpu::world& w, int rank, const coll_args& a, const T* in, T* out, const Op& op, cudaStream_t s) {
     communicator<Tr> comm(w, rank);
-    if constexpr (std::is_same_v<K, kind::all_reduce>) all_reduce<Algo, Tuning>(comm, in, out, a.count, op, s);
-    else if constexpr (std::is_same_v<K, kind::reduce_scatter>) reduce_scatter<Algo, Tuning>(comm, in, out, a.count, op, s);
-    else if constexpr (std::is_same_v<K, kind::all_gather>) all_gather<Algo, Tuning>(comm, in, out, a.count, s);
-    else if constexpr (std::is_same_v<K, kind::broadcast>) broadcast<Algo, Tuning>(comm, in, out, a.count, a.root, s);
-    else if constexpr (std::is_same_v<K, kind::reduce>) reduce<Algo, Tuning>(comm, in, out, a.count, op, a.root, s);
-    else if constexpr (std::is_same_v<K, kind::all_to_all>) all_to_all<Algo, Tuning>(comm, in, out, a.count, s);
-    else if constexpr (std::is_same_v<K, kind::send_recv>) send_recv<Algo, Tuning>(comm, in, out, a.count, a.send_peer, a.recv_peer, s);
-    else static_assert(sizeof(K) == 0, "kind not covered by via_api");
+    if constexpr (std::is_same_v<K, kind::all_reduce>)
+      all_reduce<Algo, Tuning>(comm, in, out, a.count, op, s);
+    else if constexpr (std::is_same_v<K, kind::reduce_scatter>)
+      reduce_scatter<Algo, Tuning>(comm, in, out, a.count, op, s);
+    else if constexpr (std::is_same_v<K, kind::all_gather>)
+      all_gather<Algo, Tuning>(comm, in, out, a.count, s);
+    else if constexpr (std::is_same_v<K, kind::broadcast>)
+      broadcast<Algo, Tuning>(comm, in, out, a.count, a.root, s);
+    else if constexpr (std::is_same_v<K, kind::reduce>)
+      reduce<Algo, Tuning>(comm, in, out, a.count, op, a.root, s);
+    else if constexpr (std::is_same_v<K, kind::all_to_all>)
+      all_to_all<Algo, Tuning>(comm, in, out, a.count, s);
+    else if constexpr (std::is_same_v<K, kind::send_recv>)
+      send_recv<Algo, Tuning>(comm, in, out, a.count, a.send_peer, a.recv_peer, s);
+    else
+      static_assert(sizeof(K) == 0, "kind not covered by via_api");
   }
 };
 
@@ -155,8 +163,10 @@ std::string run_case_via(gpu::world& w, const case_config& c, const Op& op, bool
           if (r == 0) {
             for (int q = 0; q < n; ++q) cudaStreamWaitEvent(origin, joins[q], 0);
             const cudaError_t ce = cudaStreamEndCapture(origin, &graph);
-            if (ce != cudaSuccess && launch_error.empty()) launch_error = std::string("capture: ") + cudaGetErrorString(ce);
-            if (graph && cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess && launch_error.empty()) launch_error = "cudaGraphInstantiate failed";
+            if (ce != cudaSuccess && launch_error.empty())
+              launch_error = std::string("capture: ") + cudaGetErrorString(ce);
+            if (graph && cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess && launch_error.empty())
+              launch_error = "cudaGraphInstantiate failed";
             if (exec) cudaGraphUpload(exec, origin);
             cudaStreamSynchronize(origin);
           }
@@ -178,8 +188,10 @@ std::string run_case_via(gpu::world& w, const case_config& c, const Op& op, bool
         if (graph) cudaGraphDestroy(graph);
         if (r == 0 && exec) cudaGraphExecDestroy(exec);
         cudaEventDestroy(joins[r]);
-        if (!launch_error.empty()) errors[r] = launch_error;
-        else if (e != cudaSuccess) errors[r] = std::string("CUDA: ") + cudaGetErrorString(e);
+        if (!launch_error.empty())
+          errors[r] = launch_error;
+        else if (e != cudaSuccess)
+          errors[r] = std::string("CUDA: ") + cudaGetErrorString(e);
         else {
           try {
             gpu::check_stall(w, r);
@@ -260,10 +272,10 @@ void for_each_schedule_in(F&& f) {
 // How run_schedules sweeps each schedule.
 struct sweep {
   std::vector<index_t> counts;
-  int repeat = 1;                 // calls queued per rank out of place
-  bool places_and_roots = true;   // in and out of place where the schedule allows, roots 0 and N-1 where
-                                  // the kind has one; false: out of place, root 0
-  const char* label = "";         // said with every failure (e.g. the protocol)
+  int repeat = 1;                // calls queued per rank out of place
+  bool places_and_roots = true;  // in and out of place where the schedule allows, roots 0 and N-1 where
+                                 // the kind has one; false: out of place, root 0
+  const char* label = "";        // said with every failure (e.g. the protocol)
 };
 
 // Every schedule of group G on world w: f32, kind_op<K>, through gpu::launch with Tuning.
@@ -277,8 +289,9 @@ void run_schedules(gpu::world& w, const sweep& sw) {
       for (int place = 0; place < places; ++place)
         for (int ri = 0; ri < nroots; ++ri) {
           const case_config c{n, count, ri == 0 ? 0 : n - 1, place == 1};
-          INFO(std::string(K::name), " ", std::string(A::name), " ", sw.label, " n=", n, " count=", count, " root=", c.root,
-               " in_place=", c.in_place, " repeat=", sw.repeat, " channels=", w.opts().channels, " seed=", fresh_seed());
+          INFO(std::string(K::name), " ", std::string(A::name), " ", sw.label, " n=", n, " count=", count,
+               " root=", c.root, " in_place=", c.in_place, " repeat=", sw.repeat, " channels=", w.opts().channels,
+               " seed=", fresh_seed());
           CHECK_EQ((run_case<K, A, float, Tuning>(w, c, kind_op<K>{}, false, sw.repeat)), "");
         }
   });

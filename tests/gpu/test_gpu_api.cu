@@ -42,9 +42,11 @@ TEST_CASE("all_reduce through the API on streams: ring, tree, two_shot, in place
   gpu::world w(n);
   std::mt19937_64 g(fresh_seed());
   std::vector<std::vector<float>> x(n, std::vector<float>(count));
-  for (auto& v : x) for (auto& e : v) e = static_cast<float>(static_cast<int>(g() % 201) - 100);
+  for (auto& v : x)
+    for (auto& e : v) e = static_cast<float>(static_cast<int>(g() % 201) - 100);
   std::vector<float> want(count, 0.f);
-  for (int r = 0; r < n; ++r) for (index_t i = 0; i < count; ++i) want[i] += x[r][i];
+  for (int r = 0; r < n; ++r)
+    for (index_t i = 0; i < count; ++i) want[i] += x[r][i];
 
   on_ranks(w, [&](communicator<transport::nvlink>& comm, std::barrier<>& sync_point) {
     const int r = comm.rank();
@@ -144,11 +146,20 @@ TEST_CASE("tuning at the call site: fewer channels and smaller slots than the wo
   using three_mid = tuning<protocol::simple, 3, 16384>;
   for (index_t count : {index_t{1}, index_t{1031}, index_t{200003}}) {
     INFO("count=", count, " seed=", fresh_seed());
-    CHECK_EQ((run_api_case<kind::all_reduce, algo::ring, float, op::sum, nvl, one_small>(w, case_config{3, count, 0, false}, op::sum{}, 3)), "");
-    CHECK_EQ((run_api_case<kind::all_reduce, algo::ring, float, op::sum, nvl, two_ll>(w, case_config{3, count, 0, false}, op::sum{}, 3)), "");
-    CHECK_EQ((run_api_case<kind::all_reduce, algo::tree, float, op::sum, nvl, three_mid>(w, case_config{3, count, 0, true}, op::sum{}, 3)), "");
-    CHECK_EQ((run_api_case<kind::all_gather, algo::ring, float, op::none, nvl, one_small>(w, case_config{3, count, 0, false}, op::none{}, 3)), "");
-    CHECK_EQ((run_case<kind::all_reduce, algo::ring, float>(w, case_config{3, count, 0, false}, op::sum{}, false, 2)), "");
+    CHECK_EQ((run_api_case<kind::all_reduce, algo::ring, float, op::sum, nvl, one_small>(
+                 w, case_config{3, count, 0, false}, op::sum{}, 3)),
+             "");
+    CHECK_EQ((run_api_case<kind::all_reduce, algo::ring, float, op::sum, nvl, two_ll>(
+                 w, case_config{3, count, 0, false}, op::sum{}, 3)),
+             "");
+    CHECK_EQ((run_api_case<kind::all_reduce, algo::tree, float, op::sum, nvl, three_mid>(
+                 w, case_config{3, count, 0, true}, op::sum{}, 3)),
+             "");
+    CHECK_EQ((run_api_case<kind::all_gather, algo::ring, float, op::none, nvl, one_small>(
+                 w, case_config{3, count, 0, false}, op::none{}, 3)),
+             "");
+    CHECK_EQ((run_case<kind::all_reduce, algo::ring, float>(w, case_config{3, count, 0, false}, op::sum{}, false, 2)),
+             "");
   }
 
   communicator<transport::nvlink> comm(w, 2);
@@ -166,10 +177,13 @@ TEST_CASE("tuning at the call site: fewer channels and smaller slots than the wo
       CHECK_MESSAGE(std::string(e.what()).find(option) != std::string::npos, e.what());
     }
   };
-  refused([&] { all_reduce<algo::ring, tuning<protocol::simple, 5>>(comm, in, out, 64, op::sum{}, cudaStream_t{}); }, "'channels' = 4");
-  refused([&] { all_reduce<algo::ring, tuning<protocol::ll, 0, 1 << 17>>(comm, in, out, 64, op::sum{}, cudaStream_t{}); },
-          "'slot_bytes' = 65536");
-  refused([&] { all_reduce<algo::ring, tuning<protocol::ll, 0, 16>>(comm, in, out, 64, op::sum{}, cudaStream_t{}); }, "too small");
+  refused([&] { all_reduce<algo::ring, tuning<protocol::simple, 5>>(comm, in, out, 64, op::sum{}, cudaStream_t{}); },
+          "'channels' = 4");
+  refused(
+      [&] { all_reduce<algo::ring, tuning<protocol::ll, 0, 1 << 17>>(comm, in, out, 64, op::sum{}, cudaStream_t{}); },
+      "'slot_bytes' = 65536");
+  refused([&] { all_reduce<algo::ring, tuning<protocol::ll, 0, 16>>(comm, in, out, 64, op::sum{}, cudaStream_t{}); },
+          "too small");
   cudaDeviceSynchronize();
   std::vector<unsigned char> bytes(64 * sizeof(float));
   cudaMemcpy(bytes.data(), out, bytes.size(), cudaMemcpyDeviceToHost);

@@ -34,10 +34,14 @@ TEST_CASE("staged pcie, ll, communicator: a rank that never joins is named withi
   rank_never_joins<transport::pcie_staged, protocol::ll, api>(milliseconds(300), 1024, false);
 }
 
-TEST_CASE("nvlink, simple, gpu::launch: ranks that disagree on the count: an error on every rank within the timeout, no hang [fault]") {
+TEST_CASE(
+    "nvlink, simple, gpu::launch: ranks that disagree on the count: an error on every rank within the timeout, no hang "
+    "[fault]") {
   ranks_disagree_on_count<transport::nvlink, protocol::simple, launch>();
 }
-TEST_CASE("nvlink, ll, gpu::launch: ranks that disagree on the count: an error on every rank within the timeout, no hang [fault]") {
+TEST_CASE(
+    "nvlink, ll, gpu::launch: ranks that disagree on the count: an error on every rank within the timeout, no hang "
+    "[fault]") {
   ranks_disagree_on_count<transport::nvlink, protocol::ll, launch>();
 }
 TEST_CASE("pcie, simple, communicator: ranks that disagree on the count: an error on every rank, no hang [fault]") {
@@ -46,7 +50,8 @@ TEST_CASE("pcie, simple, communicator: ranks that disagree on the count: an erro
 TEST_CASE("pcie, ll, communicator: ranks that disagree on the count: an error on every rank, no hang [fault]") {
   ranks_disagree_on_count<transport::pcie, protocol::ll, api>();
 }
-TEST_CASE("staged pcie, simple, communicator: ranks that disagree on the count: an error on every rank, no hang [fault]") {
+TEST_CASE(
+    "staged pcie, simple, communicator: ranks that disagree on the count: an error on every rank, no hang [fault]") {
   ranks_disagree_on_count<transport::pcie_staged, protocol::simple, api>();
 }
 TEST_CASE("staged pcie, ll, communicator: ranks that disagree on the count: an error on every rank, no hang [fault]") {

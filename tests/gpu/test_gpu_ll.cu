@@ -21,13 +21,15 @@ void set_message_counts(gpu::world& w, std::uint64_t m) {
   const transport::handle_fields h = w.fields(0);
   const std::size_t nconn = static_cast<std::size_t>(h.nchannels) * h.nranks * h.nranks;
   std::vector<transport::fifo_view> table(nconn);
-  REQUIRE_EQ(cudaMemcpy(table.data(), h.fifos, sizeof(transport::fifo_view) * nconn, cudaMemcpyDeviceToHost), cudaSuccess);
+  REQUIRE_EQ(cudaMemcpy(table.data(), h.fifos, sizeof(transport::fifo_view) * nconn, cudaMemcpyDeviceToHost),
+             cudaSuccess);
   for (const auto& c : table) {
     REQUIRE_EQ(cudaMemcpy(c.tail, &m, sizeof m, cudaMemcpyHostToDevice), cudaSuccess);
     REQUIRE_EQ(cudaMemcpy(c.head, &m, sizeof m, cudaMemcpyHostToDevice), cudaSuccess);
   }
   const std::vector<std::uint64_t> steps(static_cast<std::size_t>(h.nranks) * h.nchannels * h.nranks * 2, m);
-  REQUIRE_EQ(cudaMemcpy(h.steps, steps.data(), sizeof(std::uint64_t) * steps.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  REQUIRE_EQ(cudaMemcpy(h.steps, steps.data(), sizeof(std::uint64_t) * steps.size(), cudaMemcpyHostToDevice),
+             cudaSuccess);
   REQUIRE_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
 
@@ -40,7 +42,8 @@ TEST_CASE("ll: ring all_reduce, f16 bf16 i8 f64 u64") {
     gpu::world w(n, {}, o);
     auto one = [&]<class T>(std::type_identity<T>, auto op) {
       for (index_t count : {index_t{1}, index_t{777}, index_t{100000}}) {
-        INFO(std::string(element_name<T>), " ", std::string(op_name<decltype(op)>()), " n=", n, " count=", count, " seed=", fresh_seed());
+        INFO(std::string(element_name<T>), " ", std::string(op_name<decltype(op)>()), " n=", n, " count=", count,
+             " seed=", fresh_seed());
         CHECK_EQ((run_case<kind::all_reduce, algo::ring, T, ll>(w, case_config{n, count, 0, false}, op, false, 5)), "");
       }
     };
@@ -56,8 +59,10 @@ TEST_CASE("ll: calls capture into a CUDA graph and replay") {
   gpu::world w(4);
   for (index_t count : {index_t{5}, index_t{65536}}) {
     INFO("count=", count);
-    CHECK_EQ((run_case<kind::all_reduce, algo::ring, float, ll>(w, case_config{4, count, 0, false}, op::sum{}, true)), "");
-    CHECK_EQ((run_case<kind::all_reduce, algo::tree, float, ll>(w, case_config{4, count, 0, false}, op::sum{}, true)), "");
+    CHECK_EQ((run_case<kind::all_reduce, algo::ring, float, ll>(w, case_config{4, count, 0, false}, op::sum{}, true)),
+             "");
+    CHECK_EQ((run_case<kind::all_reduce, algo::tree, float, ll>(w, case_config{4, count, 0, false}, op::sum{}, true)),
+             "");
   }
 }
 
@@ -71,11 +76,14 @@ TEST_CASE("ll: tuning<protocol::ll> through the host API, and simple and ll call
   for (int i = 0; i < 3; ++i)
     for (index_t count : {index_t{3}, index_t{5000}}) {
       INFO("round ", i, " count=", count, " seed=", fresh_seed());
-      CHECK_EQ((run_case<kind::all_reduce, algo::ring, float>(w, case_config{4, count, 0, false}, op::sum{}, false, 3)), "");
-      CHECK_EQ((run_api_case<kind::all_reduce, algo::ring, float, op::sum, transport::nvlink, ll>(w, case_config{4, count, 0, false},
-                                                                                                  op::sum{}, 3)),
+      CHECK_EQ((run_case<kind::all_reduce, algo::ring, float>(w, case_config{4, count, 0, false}, op::sum{}, false, 3)),
                "");
-      CHECK_EQ((run_case<kind::all_gather, algo::ring, float, ll>(w, case_config{4, count, 0, false}, op::none{}, false, 3)), "");
+      CHECK_EQ((run_api_case<kind::all_reduce, algo::ring, float, op::sum, transport::nvlink, ll>(
+                   w, case_config{4, count, 0, false}, op::sum{}, 3)),
+               "");
+      CHECK_EQ(
+          (run_case<kind::all_gather, algo::ring, float, ll>(w, case_config{4, count, 0, false}, op::none{}, false, 3)),
+          "");
     }
 }
 
@@ -90,9 +98,14 @@ TEST_CASE("ll: message counts across the 2^32 wrap of the flags") {
     set_message_counts(w, (std::uint64_t{1} << 32) - 5);
     for (index_t count : {index_t{7}, index_t{3000}, index_t{40009}}) {
       INFO("n=", n, " count=", count, " seed=", fresh_seed());
-      CHECK_EQ((run_case<kind::all_reduce, algo::ring, float, ll>(w, case_config{n, count, 0, false}, op::sum{}, false, 20)), "");
-      CHECK_EQ((run_case<kind::all_reduce, algo::tree, float, ll>(w, case_config{n, count, 0, false}, op::sum{}, false, 20)), "");
-      CHECK_EQ((run_case<kind::all_reduce, algo::ring, float>(w, case_config{n, count, 0, false}, op::sum{}, false, 2)), "");
+      CHECK_EQ(
+          (run_case<kind::all_reduce, algo::ring, float, ll>(w, case_config{n, count, 0, false}, op::sum{}, false, 20)),
+          "");
+      CHECK_EQ(
+          (run_case<kind::all_reduce, algo::tree, float, ll>(w, case_config{n, count, 0, false}, op::sum{}, false, 20)),
+          "");
+      CHECK_EQ((run_case<kind::all_reduce, algo::ring, float>(w, case_config{n, count, 0, false}, op::sum{}, false, 2)),
+               "");
     }
   }
 }

@@ -5,6 +5,8 @@
 
 using namespace collcomm_gpu_test;
 
-TEST_CASE("ll: every schedule of broadcast, reduce, gather and scatter, f32, N = 1, 2, 3, 4, 8 ranks on one GPU, 20 calls queued per rank") {
+TEST_CASE(
+    "ll: every schedule of broadcast, reduce, gather and scatter, f32, N = 1, 2, 3, 4, 8 ranks on one GPU, 20 calls "
+    "queued per rank") {
   every_schedule_ll<schedule_groups::rooted>();
 }

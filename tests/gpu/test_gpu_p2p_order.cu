@@ -23,7 +23,8 @@ using namespace collcomm;
 namespace {
 
 std::uint64_t seed_now() {
-  return static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^ std::random_device{}();
+  return static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+         std::random_device{}();
 }
 
 // n ranks on the current GPU, each in its own thread, MPI's even/odd exchange around a ring of
@@ -60,8 +61,10 @@ std::vector<std::string> even_odd_ring(gpu::world& w, index_t count, const std::
             send(comm, in, count, next, s);
           }
         };
-        if (in_group) collcomm::group(calls);
-        else calls();
+        if (in_group)
+          collcomm::group(calls);
+        else
+          calls();
         cudaStreamSynchronize(s);
         comm.check();
       } catch (const std::exception& e) {
@@ -93,41 +96,42 @@ TEST_CASE("send and recv in MPI's even/odd order among 3 ranks of one GPU") {
   std::uniform_int_distribution<int> v(-1000, 1000);
 
   for (const bool in_group : {false, true})
-  for (const index_t count : {index_t{1}, index_t{1031}, index_t{capacity / sizeof(float) / 2}, index_t{capacity / sizeof(float) * 4}}) {
-    CAPTURE(in_group);
-    CAPTURE(count);
-    std::vector<std::vector<float>> x(n, std::vector<float>(static_cast<std::size_t>(count)));
-    for (auto& row : x)
-      for (auto& e : row) e = static_cast<float>(v(g));
-    std::vector<std::vector<float>> got(n);
-    const auto t0 = std::chrono::steady_clock::now();
-    const auto errors = even_odd_ring(w, count, x, got, in_group);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const bool fits = in_group || static_cast<std::uint64_t>(count) * sizeof(float) <= capacity;
-    for (int r = 0; r < n; ++r) {
-      CAPTURE(r);
-      const auto& e = errors[static_cast<std::size_t>(r)];
-      const auto& out = got[static_cast<std::size_t>(r)];
-      if (fits) {
-        CHECK(e == "");
-        const auto& want = x[static_cast<std::size_t>((r + n - 1) % n)];
-        std::size_t wrong = 0;
-        for (std::size_t i = 0; i < want.size(); ++i) wrong += out[i] != want[i];
-        CHECK(wrong == 0);
-      } else {
-        // Refused before anything moved: every rank's error names send_recv and group, the output untouched.
-        CHECK(e.find("send_recv(comm, send, recv, count, send_peer, recv_peer, stream)") != std::string::npos);
-        CHECK(e.find("collcomm::group") != std::string::npos);
-        std::uint32_t first = 0;
-        std::memcpy(&first, out.data(), sizeof first);
-        CHECK(first == 0xA5A5A5A5u);
+    for (const index_t count :
+         {index_t{1}, index_t{1031}, index_t{capacity / sizeof(float) / 2}, index_t{capacity / sizeof(float) * 4}}) {
+      CAPTURE(in_group);
+      CAPTURE(count);
+      std::vector<std::vector<float>> x(n, std::vector<float>(static_cast<std::size_t>(count)));
+      for (auto& row : x)
+        for (auto& e : row) e = static_cast<float>(v(g));
+      std::vector<std::vector<float>> got(n);
+      const auto t0 = std::chrono::steady_clock::now();
+      const auto errors = even_odd_ring(w, count, x, got, in_group);
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const bool fits = in_group || static_cast<std::uint64_t>(count) * sizeof(float) <= capacity;
+      for (int r = 0; r < n; ++r) {
+        CAPTURE(r);
+        const auto& e = errors[static_cast<std::size_t>(r)];
+        const auto& out = got[static_cast<std::size_t>(r)];
+        if (fits) {
+          CHECK(e == "");
+          const auto& want = x[static_cast<std::size_t>((r + n - 1) % n)];
+          std::size_t wrong = 0;
+          for (std::size_t i = 0; i < want.size(); ++i) wrong += out[i] != want[i];
+          CHECK(wrong == 0);
+        } else {
+          // Refused before anything moved: every rank's error names send_recv and group, the output untouched.
+          CHECK(e.find("send_recv(comm, send, recv, count, send_peer, recv_peer, stream)") != std::string::npos);
+          CHECK(e.find("collcomm::group") != std::string::npos);
+          std::uint32_t first = 0;
+          std::memcpy(&first, out.data(), sizeof first);
+          CHECK(first == 0xA5A5A5A5u);
+        }
+        std::uint32_t past = 0;
+        std::memcpy(&past, out.data() + count, sizeof past);
+        CHECK(past == 0xA5A5A5A5u);
       }
-      std::uint32_t past = 0;
-      std::memcpy(&past, out.data() + count, sizeof past);
-      CHECK(past == 0xA5A5A5A5u);
+      if (!fits) CHECK(seconds < 30.0);  // at once, not after the 60 s timeout
     }
-    if (!fits) CHECK(seconds < 30.0);  // at once, not after the 60 s timeout
-  }
 
   // The world is still usable: a send_recv ring of fresh data.
   const index_t count = capacity / sizeof(float) * 4;
@@ -169,7 +173,8 @@ TEST_CASE("send and recv in MPI's even/odd order among 3 ranks of one GPU") {
     CHECK(errors[static_cast<std::size_t>(r)] == "");
     std::size_t wrong = 0;
     for (index_t i = 0; i < count; ++i)
-      wrong += got[static_cast<std::size_t>(r)][static_cast<std::size_t>(i)] != x[static_cast<std::size_t>((r + n - 1) % n)][static_cast<std::size_t>(i)];
+      wrong += got[static_cast<std::size_t>(r)][static_cast<std::size_t>(i)] !=
+               x[static_cast<std::size_t>((r + n - 1) % n)][static_cast<std::size_t>(i)];
     CHECK(wrong == 0);
   }
 }
@@ -183,10 +188,12 @@ TEST_CASE("group: both directions of a ring and a copy to oneself among 4 ranks 
   o.channels = 2;
   o.timeout = std::chrono::milliseconds(60000);
   gpu::world w(n, {}, o);
-  const index_t count = static_cast<index_t>(static_cast<std::uint64_t>(o.channels) * o.slots * o.slot_bytes / sizeof(float) * 3 + 5);
+  const index_t count =
+      static_cast<index_t>(static_cast<std::uint64_t>(o.channels) * o.slots * o.slot_bytes / sizeof(float) * 3 + 5);
   std::mt19937_64 g(seed_now());
   std::uniform_int_distribution<int> v(-1000, 1000);
-  std::vector<std::vector<float>> x(n, std::vector<float>(static_cast<std::size_t>(3 * count)));  // to next, to prev, to itself
+  std::vector<std::vector<float>> x(
+      n, std::vector<float>(static_cast<std::size_t>(3 * count)));  // to next, to prev, to itself
   for (auto& row : x)
     for (auto& e : row) e = static_cast<float>(v(g));
   std::vector<std::string> errors(n);
@@ -249,8 +256,10 @@ TEST_CASE("group: both directions of a ring and a copy to oneself among 4 ranks 
     std::size_t wrong = 0;
     for (index_t i = 0; i < count; ++i) {
       wrong += out[static_cast<std::size_t>(i)] != x[static_cast<std::size_t>(prev)][static_cast<std::size_t>(i)];
-      wrong += out[static_cast<std::size_t>(count + i)] != x[static_cast<std::size_t>(next)][static_cast<std::size_t>(count + i)];
-      wrong += out[static_cast<std::size_t>(2 * count + i)] != x[static_cast<std::size_t>(r)][static_cast<std::size_t>(2 * count + i)];
+      wrong += out[static_cast<std::size_t>(count + i)] !=
+               x[static_cast<std::size_t>(next)][static_cast<std::size_t>(count + i)];
+      wrong += out[static_cast<std::size_t>(2 * count + i)] !=
+               x[static_cast<std::size_t>(r)][static_cast<std::size_t>(2 * count + i)];
     }
     CHECK(wrong == 0);
   }

@@ -39,8 +39,10 @@ TEST_CASE("staged pcie: large slots, many channels, 4 ranks (the bench's shape)"
   gpu::world w(4, {}, o);
   for (index_t count : {index_t{1} << 20, (index_t{3} << 20) + 7}) {
     INFO("count=", count, " seed=", fresh_seed());
-    CHECK_EQ((run_case<kind::all_reduce, algo::ring, float>(w, case_config{4, count, 0, false}, op::sum{}, false, 3)), "");
-    CHECK_EQ((run_case<kind::all_gather, algo::ring, float>(w, case_config{4, count, 0, false}, op::none{}, false, 3)), "");
+    CHECK_EQ((run_case<kind::all_reduce, algo::ring, float>(w, case_config{4, count, 0, false}, op::sum{}, false, 3)),
+             "");
+    CHECK_EQ((run_case<kind::all_gather, algo::ring, float>(w, case_config{4, count, 0, false}, op::none{}, false, 3)),
+             "");
   }
 }
 
@@ -51,9 +53,15 @@ TEST_CASE("staged pcie: the ll protocol through host memory") {
     gpu::world w(n, {}, staged_options());
     for (index_t count : {index_t{1}, index_t{1031}, index_t{40009}}) {
       INFO("n=", n, " count=", count, " seed=", fresh_seed());
-      CHECK_EQ((run_api_case<kind::all_reduce, algo::ring, float, op::sum, staged, ll>(w, case_config{n, count, 0, false}, op::sum{}, 20)), "");
-      CHECK_EQ((run_api_case<kind::all_reduce, algo::tree, float, op::sum, staged, ll>(w, case_config{n, count, 0, false}, op::sum{}, 20)), "");
-      CHECK_EQ((run_api_case<kind::all_gather, algo::ring, float, op::none, staged, ll>(w, case_config{n, count, 0, false}, op::none{}, 20)), "");
+      CHECK_EQ((run_api_case<kind::all_reduce, algo::ring, float, op::sum, staged, ll>(
+                   w, case_config{n, count, 0, false}, op::sum{}, 20)),
+               "");
+      CHECK_EQ((run_api_case<kind::all_reduce, algo::tree, float, op::sum, staged, ll>(
+                   w, case_config{n, count, 0, false}, op::sum{}, 20)),
+               "");
+      CHECK_EQ((run_api_case<kind::all_gather, algo::ring, float, op::none, staged, ll>(
+                   w, case_config{n, count, 0, false}, op::none{}, 20)),
+               "");
     }
   }
 }
@@ -65,16 +73,30 @@ TEST_CASE("communicator<transport::pcie_staged>: the host API over staged connec
       for (int place = 0; place < 2; ++place) {
         const bool ip = place == 1;
         INFO("n=", n, " count=", count, " in_place=", ip, " seed=", fresh_seed());
-        CHECK_EQ((run_api_case<kind::all_reduce, algo::ring, float>(w, case_config{n, count, 0, ip}, op::sum{}, 20)), "");
-        CHECK_EQ((run_api_case<kind::all_reduce, algo::tree, float>(w, case_config{n, count, 0, ip}, op::sum{}, 20)), "");
-        CHECK_EQ((run_api_case<kind::all_reduce, algo::recursive_doubling, float>(w, case_config{n, count, 0, ip}, op::max{}, 20)), "");
-        CHECK_EQ((run_api_case<kind::reduce_scatter, algo::ring, float>(w, case_config{n, count, 0, ip}, op::sum{}, 20)), "");
-        CHECK_EQ((run_api_case<kind::all_gather, algo::ring, float>(w, case_config{n, count, 0, ip}, op::none{}, 20)), "");
-        CHECK_EQ((run_api_case<kind::broadcast, algo::ring, float>(w, case_config{n, count, n - 1, ip}, op::none{}, 20)), "");
-        CHECK_EQ((run_api_case<kind::reduce, algo::ring, float>(w, case_config{n, count, n - 1, ip}, op::sum{}, 20)), "");
+        CHECK_EQ((run_api_case<kind::all_reduce, algo::ring, float>(w, case_config{n, count, 0, ip}, op::sum{}, 20)),
+                 "");
+        CHECK_EQ((run_api_case<kind::all_reduce, algo::tree, float>(w, case_config{n, count, 0, ip}, op::sum{}, 20)),
+                 "");
+        CHECK_EQ((run_api_case<kind::all_reduce, algo::recursive_doubling, float>(w, case_config{n, count, 0, ip},
+                                                                                  op::max{}, 20)),
+                 "");
+        CHECK_EQ(
+            (run_api_case<kind::reduce_scatter, algo::ring, float>(w, case_config{n, count, 0, ip}, op::sum{}, 20)),
+            "");
+        CHECK_EQ((run_api_case<kind::all_gather, algo::ring, float>(w, case_config{n, count, 0, ip}, op::none{}, 20)),
+                 "");
+        CHECK_EQ(
+            (run_api_case<kind::broadcast, algo::ring, float>(w, case_config{n, count, n - 1, ip}, op::none{}, 20)),
+            "");
+        CHECK_EQ((run_api_case<kind::reduce, algo::ring, float>(w, case_config{n, count, n - 1, ip}, op::sum{}, 20)),
+                 "");
         if (!ip) {
-          CHECK_EQ((run_api_case<kind::all_to_all, algo::pairwise, float>(w, case_config{n, count, 0, false}, op::none{}, 20)), "");
-          CHECK_EQ((run_api_case<kind::send_recv, algo::p2p, float>(w, case_config{n, count, 0, false}, op::none{}, 20)), "");
+          CHECK_EQ((run_api_case<kind::all_to_all, algo::pairwise, float>(w, case_config{n, count, 0, false},
+                                                                          op::none{}, 20)),
+                   "");
+          CHECK_EQ(
+              (run_api_case<kind::send_recv, algo::p2p, float>(w, case_config{n, count, 0, false}, op::none{}, 20)),
+              "");
         }
       }
     }
@@ -88,7 +110,11 @@ TEST_CASE("communicator<transport::pcie>: direct algorithms run on P2P") {
   REQUIRE_EQ(w->opts().connections, gpu::placement::device);
   for (index_t count : {index_t{1}, index_t{1031}, index_t{40009}}) {
     INFO("count=", count, " seed=", fresh_seed());
-    CHECK_EQ((run_api_case<kind::all_reduce, algo::one_shot, float, op::sum, transport::pcie>(*w, case_config{4, count, 0, false}, op::sum{}, 20)), "");
-    CHECK_EQ((run_api_case<kind::all_reduce, algo::ring, float, op::sum, transport::pcie>(*w, case_config{4, count, 0, true}, op::sum{}, 20)), "");
+    CHECK_EQ((run_api_case<kind::all_reduce, algo::one_shot, float, op::sum, transport::pcie>(
+                 *w, case_config{4, count, 0, false}, op::sum{}, 20)),
+             "");
+    CHECK_EQ((run_api_case<kind::all_reduce, algo::ring, float, op::sum, transport::pcie>(
+                 *w, case_config{4, count, 0, true}, op::sum{}, 20)),
+             "");
   }
 }

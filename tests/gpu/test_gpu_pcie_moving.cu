@@ -6,10 +6,13 @@
 
 using namespace collcomm_gpu_test;
 
-TEST_CASE("staged pcie: every FIFO schedule of all_gather, all_to_all and send_recv, f32, N = 1, 2, 3, 4, 8 ranks on one GPU") {
+TEST_CASE(
+    "staged pcie: every FIFO schedule of all_gather, all_to_all and send_recv, f32, N = 1, 2, 3, 4, 8 ranks on one "
+    "GPU") {
   every_fifo_schedule_staged<schedule_groups::moving>();
 }
 
-TEST_CASE("staged pcie: 20 calls queued per rank, every FIFO schedule of all_gather, all_to_all and send_recv, 8 ranks") {
+TEST_CASE(
+    "staged pcie: 20 calls queued per rank, every FIFO schedule of all_gather, all_to_all and send_recv, 8 ranks") {
   twenty_calls_queued_staged<schedule_groups::moving>();
 }

@@ -6,7 +6,8 @@
 
 using namespace collcomm_gpu_test;
 
-TEST_CASE("staged pcie: every FIFO schedule of all_reduce and reduce_scatter, f32, N = 1, 2, 3, 4, 8 ranks on one GPU") {
+TEST_CASE(
+    "staged pcie: every FIFO schedule of all_reduce and reduce_scatter, f32, N = 1, 2, 3, 4, 8 ranks on one GPU") {
   every_fifo_schedule_staged<schedule_groups::reducing>();
 }
 

@@ -9,6 +9,8 @@ TEST_CASE("every schedule of all_gather, all_to_all and send_recv, f32, N = 1..5
   every_schedule_f32<schedule_groups::moving>();
 }
 
-TEST_CASE("20 calls queued per rank, back to back, every schedule of all_gather, all_to_all and send_recv, 8 ranks on one GPU") {
+TEST_CASE(
+    "20 calls queued per rank, back to back, every schedule of all_gather, all_to_all and send_recv, 8 ranks on one "
+    "GPU") {
   twenty_calls_queued<schedule_groups::moving>();
 }

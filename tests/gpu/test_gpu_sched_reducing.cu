@@ -11,7 +11,8 @@ TEST_CASE("every schedule of all_reduce and reduce_scatter, f32, N = 1..5, 8, 16
   every_schedule_f32<schedule_groups::reducing>();
 }
 
-TEST_CASE("20 calls queued per rank, back to back, every schedule of all_reduce and reduce_scatter, 8 ranks on one GPU") {
+TEST_CASE(
+    "20 calls queued per rank, back to back, every schedule of all_reduce and reduce_scatter, 8 ranks on one GPU") {
   twenty_calls_queued<schedule_groups::reducing>();
 }
 
@@ -21,6 +22,7 @@ TEST_CASE("calls capture into a CUDA graph and replay") {
     INFO("count=", count, " seed=", fresh_seed());
     CHECK_EQ((run_case<kind::all_reduce, algo::ring, float>(w, case_config{4, count, 0, false}, op::sum{}, true)), "");
     CHECK_EQ((run_case<kind::all_gather, algo::ring, float>(w, case_config{4, count, 0, false}, op::none{}, true)), "");
-    CHECK_EQ((run_case<kind::all_reduce, algo::one_shot, float>(w, case_config{4, count, 0, false}, op::sum{}, true)), "");
+    CHECK_EQ((run_case<kind::all_reduce, algo::one_shot, float>(w, case_config{4, count, 0, false}, op::sum{}, true)),
+             "");
   }
 }

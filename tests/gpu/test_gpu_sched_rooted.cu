@@ -9,6 +9,8 @@ TEST_CASE("every schedule of broadcast, reduce, gather and scatter, f32, N = 1..
   every_schedule_f32<schedule_groups::rooted>();
 }
 
-TEST_CASE("20 calls queued per rank, back to back, every schedule of broadcast, reduce, gather and scatter, 8 ranks on one GPU") {
+TEST_CASE(
+    "20 calls queued per rank, back to back, every schedule of broadcast, reduce, gather and scatter, 8 ranks on one "
+    "GPU") {
   twenty_calls_queued<schedule_groups::rooted>();
 }

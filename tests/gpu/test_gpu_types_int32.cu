@@ -6,6 +6,4 @@
 
 using namespace collcomm_gpu_test;
 
-TEST_CASE("ring all_reduce: every op, i32 u32") {
-  ring_all_reduce_every_op(type_list<std::int32_t, std::uint32_t>{});
-}
+TEST_CASE("ring all_reduce: every op, i32 u32") { ring_all_reduce_every_op(type_list<std::int32_t, std::uint32_t>{}); }

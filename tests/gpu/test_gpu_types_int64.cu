@@ -6,6 +6,4 @@
 
 using namespace collcomm_gpu_test;
 
-TEST_CASE("ring all_reduce: every op, i64 u64") {
-  ring_all_reduce_every_op(type_list<std::int64_t, std::uint64_t>{});
-}
+TEST_CASE("ring all_reduce: every op, i64 u64") { ring_all_reduce_every_op(type_list<std::int64_t, std::uint64_t>{}); }

@@ -6,6 +6,4 @@
 
 using namespace collcomm_gpu_test;
 
-TEST_CASE("ring all_reduce: every op, i8 u8") {
-  ring_all_reduce_every_op(type_list<std::int8_t, std::uint8_t>{});
-}
+TEST_CASE("ring all_reduce: every op, i8 u8") { ring_all_reduce_every_op(type_list<std::int8_t, std::uint8_t>{}); }

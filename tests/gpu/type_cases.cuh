@@ -17,7 +17,8 @@ void ring_all_reduce_every_op(type_list<Ts...> types) {
         using Op = decltype(op);
         if constexpr (valid_composition<kind::all_reduce, algo::ring, transport::nvlink, Op, T>) {
           for (index_t count : {index_t{1}, index_t{777}, index_t{100000}}) {
-            INFO(std::string(element_name<T>), " ", std::string(op_name<Op>()), " n=", n, " count=", count, " seed=", fresh_seed());
+            INFO(std::string(element_name<T>), " ", std::string(op_name<Op>()), " n=", n, " count=", count,
+                 " seed=", fresh_seed());
             CHECK_EQ((run_case<kind::all_reduce, algo::ring, T>(w, case_config{n, count, 0, false}, op)), "");
           }
         }

@@ -114,8 +114,10 @@ inline std::vector<plan_entry> plan(const type_desc& t, op_id op, int salt) {
   if (quick) {
     // ThreadSanitizer runs 5-15x slower: a few world sizes, fewer elements and ops.
     if (in_quick(t, op)) ns = {1, 2, 3, 5};
-    if (in_quick(t, op) && in_sweep(t, op)) ns.push_back(16);
-    else if (in_sweep(t, op)) ns = {2, 7};
+    if (in_quick(t, op) && in_sweep(t, op))
+      ns.push_back(16);
+    else if (in_sweep(t, op))
+      ns = {2, 7};
   } else {
     ns = {1, 2, 3, 5, 8};
     if (in_sweep(t, op)) ns.insert(ns.end(), {4, 6, 7, 9, 16});
@@ -125,7 +127,8 @@ inline std::vector<plan_entry> plan(const type_desc& t, op_id op, int salt) {
     ns.erase(std::remove_if(ns.begin(), ns.end(), [&](int x) { return x != n; }), ns.end());
   }
   std::vector<plan_entry> p;
-  for (std::size_t i = 0; i < ns.size(); ++i) p.push_back({ns[i], static_cast<int>((i + static_cast<std::size_t>(salt)) % 3)});
+  for (std::size_t i = 0; i < ns.size(); ++i)
+    p.push_back({ns[i], static_cast<int>((i + static_cast<std::size_t>(salt)) % 3)});
   return p;
 }
 
@@ -147,12 +150,15 @@ struct call_args {
 
 // Runs the calls of one batch on a fresh world; each rank records in progress[rank] the call it
 // is in (calls before min(progress) finished everywhere). Throws what run_ranks throws.
-using runner_fn = void (*)(int nranks, const config& cfg, const std::vector<call_args>& calls, std::vector<int>& progress);
+using runner_fn = void (*)(int nranks, const config& cfg, const std::vector<call_args>& calls,
+                           std::vector<int>& progress);
 
 template <class Op>
 Op make_op(double scalar) {
-  if constexpr (std::is_same_v<Op, collcomm::op::premul_sum<double>>) return Op{scalar};
-  else return Op{};
+  if constexpr (std::is_same_v<Op, collcomm::op::premul_sum<double>>)
+    return Op{scalar};
+  else
+    return Op{};
 }
 
 template <class K, class A, class T, class Op>
@@ -207,19 +213,19 @@ struct composition {
 };
 
 struct totals {
-  long compositions = 0;   // (kind, algorithm, element, op)
-  long batches = 0;        // worlds
-  long calls = 0;          // collective calls (each on every rank)
+  long compositions = 0;  // (kind, algorithm, element, op)
+  long batches = 0;       // worlds
+  long calls = 0;         // collective calls (each on every rank)
   long in_place_calls = 0;
-  long elements = 0;       // output elements checked
-  long exact_float = 0;    // floating-point reduced elements checked with tolerance 0
+  long elements = 0;     // output elements checked
+  long exact_float = 0;  // floating-point reduced elements checked with tolerance 0
   long failed_calls = 0;
-  long messages = 0;       // failure messages printed
+  long messages = 0;              // failure messages printed
   double run_s = 0, check_s = 0;  // seconds in the collectives (with world setup) and in the checks
 };
 
 inline constexpr int max_messages_per_call = 3;
-inline constexpr long max_messages = 60;  // per test case; the counts still cover everything
+inline constexpr long max_messages = 60;       // per test case; the counts still cover everything
 inline constexpr collcomm::index_t guard = 8;  // elements of poison on both sides of every buffer
 
 // One buffer of one rank in one call, with its guard zones.
@@ -262,9 +268,7 @@ inline void random_finite(const type_desc& t, std::mt19937_64& rng, unsigned cha
   }
 }
 
-inline double pick(std::mt19937_64& rng, std::initializer_list<double> xs) {
-  return xs.begin()[rng() % xs.size()];
-}
+inline double pick(std::mt19937_64& rng, std::initializer_list<double> xs) { return xs.begin()[rng() % xs.size()]; }
 
 // Element `index` of rank `rank`'s input of a reducing call (see reference.hpp's tolerances: most
 // float elements are drawn so that the result is exact in any order).
@@ -276,9 +280,14 @@ inline void reduction_input(const type_desc& t, op_id op, int nranks, std::uint6
       case op_id::prod:
         if (rng() % 16 != 0) b |= 1;  // mostly odd: a product of evens is soon 0 modulo 2^bits
         break;
-      case op_id::bit_and: b = ~(b & rng() & rng() & rng()); break;  // bits mostly set
-      case op_id::bit_or: b = b & rng() & rng() & rng(); break;      // bits mostly clear
-      default: break;
+      case op_id::bit_and:
+        b = ~(b & rng() & rng() & rng());
+        break;  // bits mostly set
+      case op_id::bit_or:
+        b = b & rng() & rng() & rng();
+        break;  // bits mostly clear
+      default:
+        break;
     }
     t.encode(0, b, dst);
     return;
@@ -322,17 +331,28 @@ inline const char* pattern_name(int pattern) {
   return names[pattern % 5];
 }
 
-inline void make_peers(int pattern, int n, std::mt19937_64& rng, std::vector<int>& send_peer, std::vector<int>& recv_peer) {
+inline void make_peers(int pattern, int n, std::mt19937_64& rng, std::vector<int>& send_peer,
+                       std::vector<int>& recv_peer) {
   send_peer.assign(static_cast<std::size_t>(n), collcomm::no_peer);
   recv_peer.assign(static_cast<std::size_t>(n), collcomm::no_peer);
   std::vector<int> to(static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r) {
     switch (pattern % 5) {
-      case 0: to[static_cast<std::size_t>(r)] = (r + 1) % n; break;
-      case 1: to[static_cast<std::size_t>(r)] = (r + n - 1) % n; break;
-      case 2: to[static_cast<std::size_t>(r)] = r + 1 < n ? r + 1 : collcomm::no_peer; break;
-      case 3: to[static_cast<std::size_t>(r)] = r; break;  // shuffled below
-      default: to[static_cast<std::size_t>(r)] = r; break;
+      case 0:
+        to[static_cast<std::size_t>(r)] = (r + 1) % n;
+        break;
+      case 1:
+        to[static_cast<std::size_t>(r)] = (r + n - 1) % n;
+        break;
+      case 2:
+        to[static_cast<std::size_t>(r)] = r + 1 < n ? r + 1 : collcomm::no_peer;
+        break;
+      case 3:
+        to[static_cast<std::size_t>(r)] = r;
+        break;  // shuffled below
+      default:
+        to[static_cast<std::size_t>(r)] = r;
+        break;
     }
   }
   if (pattern % 5 == 3) std::shuffle(to.begin(), to.end(), rng);
@@ -350,14 +370,15 @@ inline collcomm::index_t large_count(kind_id k, int n, const config& cfg, std::s
   const std::size_t align = std::max<std::size_t>(1, 16 / esz);
   const std::size_t slot_elems = std::max(align, cfg.slot_bytes / esz / align * align);
   const bool whole = k == kind_id::all_reduce || k == kind_id::broadcast || k == kind_id::reduce;
-  std::size_t c = (5 * static_cast<std::size_t>(cfg.channels) * slot_elems * (whole ? static_cast<std::size_t>(n) : 1)) / 2;
+  std::size_t c =
+      (5 * static_cast<std::size_t>(cfg.channels) * slot_elems * (whole ? static_cast<std::size_t>(n) : 1)) / 2;
   const std::size_t per_peer = whole || k == kind_id::send_recv ? 1 : static_cast<std::size_t>(n);
   c = std::min<std::size_t>(c, 4096 / per_peer);
   return c + 3;  // not a multiple of anything
 }
 
-inline call_case make_call(const composition& comp, int n, const config& cfg, collcomm::index_t count, bool want_in_place,
-                           int call_index, std::uint64_t call_seed) {
+inline call_case make_call(const composition& comp, int n, const config& cfg, collcomm::index_t count,
+                           bool want_in_place, int call_index, std::uint64_t call_seed) {
   const type_desc& t = comp.type;
   std::mt19937_64 rng(call_seed);
   call_case cc;
@@ -410,8 +431,10 @@ inline call_case make_call(const composition& comp, int n, const config& cfg, co
     rc.input.resize(in_elems);
     for (collcomm::index_t i = 0; i < in_elems; ++i) {
       unsigned char* p = g0.at(send_off + i, t.size);
-      if (reduces) reduction_input(t, comp.op, n, call_seed, r, i, rng, p);
-      else random_finite(t, rng, p);
+      if (reduces)
+        reduction_input(t, comp.op, n, call_seed, r, i, rng, p);
+      else
+        random_finite(t, rng, p);
       rc.input[i] = t.decode(p);
     }
     ra.send = g0.at(send_off, t.size);
@@ -488,9 +511,14 @@ inline bool check_call(const composition& comp, int n, const config& cfg, call_c
         if (wrong > max_messages_per_call) continue;
         std::ostringstream s;
         s << describe(comp, n, cfg, cc) << ": rank " << r << ", ";
-        if (is_out) s << "output element " << (i - g.out_off);
-        else if (!inner) s << g.what << " guard element " << (k < guard ? -static_cast<long>(guard - k) : static_cast<long>(k - guard - g.size)) << (k < guard ? " (before)" : " (after the end)");
-        else s << g.what << " element " << i << " (not an output of this rank: must stay untouched)";
+        if (is_out)
+          s << "output element " << (i - g.out_off);
+        else if (!inner)
+          s << g.what << " guard element "
+            << (k < guard ? -static_cast<long>(guard - k) : static_cast<long>(k - guard - g.size))
+            << (k < guard ? " (before)" : " (after the end)");
+        else
+          s << g.what << " element " << i << " (not an output of this rank: must stay untouched)";
         s << ": got " << show(t, got) << ", expected " << show(t, e);
         report(tot, s.str());
       }
@@ -522,7 +550,8 @@ inline void run_composition(const composition& comp, totals& tot) {
     const config& cfg = configs[pe.config];
     const std::uint64_t batch_seed = splitmix64(comp_seed ^ static_cast<std::uint64_t>(n * 131 + pe.config));
     const collcomm::index_t nn = static_cast<collcomm::index_t>(n);
-    const collcomm::index_t counts[] = {0, 1, nn - 1 == 0 ? 2 : nn - 1, nn + 1, 97, large_count(comp.kind, n, cfg, comp.type.size)};
+    const collcomm::index_t counts[] = {0,      1,  nn - 1 == 0 ? 2 : nn - 1,
+                                        nn + 1, 97, large_count(comp.kind, n, cfg, comp.type.size)};
     std::vector<call_case> cases;
     for (collcomm::index_t count : counts) {
       for (int place = 0; place < (may_in_place ? 2 : 1); ++place) {
@@ -530,14 +559,17 @@ inline void run_composition(const composition& comp, totals& tot) {
         // their time on, and the small counts cover both places at every N.
         if (count == counts[5] && may_in_place && place != static_cast<int>(ei % 2)) continue;
         const int idx = static_cast<int>(cases.size());
-        cases.push_back(make_call(comp, n, cfg, count, place == 1, idx, splitmix64(batch_seed + static_cast<std::uint64_t>(idx))));
+        cases.push_back(
+            make_call(comp, n, cfg, count, place == 1, idx, splitmix64(batch_seed + static_cast<std::uint64_t>(idx))));
       }
     }
     // send_recv has no in-place variant: give it more peer patterns instead.
     if (!may_in_place)
-      for (collcomm::index_t count : {nn + 2, collcomm::index_t{61}, large_count(comp.kind, n, cfg, comp.type.size) / 2}) {
+      for (collcomm::index_t count :
+           {nn + 2, collcomm::index_t{61}, large_count(comp.kind, n, cfg, comp.type.size) / 2}) {
         const int idx = static_cast<int>(cases.size());
-        cases.push_back(make_call(comp, n, cfg, count, false, idx, splitmix64(batch_seed + static_cast<std::uint64_t>(idx))));
+        cases.push_back(
+            make_call(comp, n, cfg, count, false, idx, splitmix64(batch_seed + static_cast<std::uint64_t>(idx))));
       }
     std::vector<call_args> calls;
     calls.reserve(cases.size());
@@ -550,15 +582,16 @@ inline void run_composition(const composition& comp, totals& tot) {
       comp.run(n, cfg, calls, progress);
     } catch (const std::exception& ex) {
       int failing = 0;
-      if (const auto* ce = dynamic_cast<const collcomm::error*>(&ex); ce != nullptr && ce->rank() >= 0 && ce->rank() < n)
+      if (const auto* ce = dynamic_cast<const collcomm::error*>(&ex);
+          ce != nullptr && ce->rank() >= 0 && ce->rank() < n)
         failing = progress[static_cast<std::size_t>(ce->rank())];
       else
         failing = *std::min_element(progress.begin(), progress.end());
       done = static_cast<std::size_t>(*std::min_element(progress.begin(), progress.end()));
       std::ostringstream s;
       const std::size_t fi = std::min(static_cast<std::size_t>(failing), cases.size() - 1);
-      s << describe(comp, n, cfg, cases[fi]) << ": threw: " << ex.what() << " (call " << fi << " of the batch; calls before "
-        << done << " are checked)";
+      s << describe(comp, n, cfg, cases[fi]) << ": threw: " << ex.what() << " (call " << fi
+        << " of the batch; calls before " << done << " are checked)";
       ++tot.failed_calls;
       report(tot, s.str());
     }
@@ -578,8 +611,9 @@ inline void run_composition(const composition& comp, totals& tot) {
 template <class K, class A, class T, class Op>
 void run_one(totals& tot) {
   if constexpr (collcomm::valid_composition<K, A, collcomm::transport::host_shm, Op, T>) {
-    const composition comp{kind_id_of<K>(), K::name, A::name, make_type_desc<T>(), op_id_of<Op>(),
-                           collcomm::supports_in_place<A>, &run_batch<K, A, T, Op>};
+    const composition comp{kind_id_of<K>(),        K::name,        A::name,
+                           make_type_desc<T>(),    op_id_of<Op>(), collcomm::supports_in_place<A>,
+                           &run_batch<K, A, T, Op>};
     run_composition(comp, tot);
   }
 }
@@ -605,9 +639,9 @@ using reduction_ops = type_list<collcomm::op::sum, collcomm::op::avg, collcomm::
 using matrix_elements = all_elements;
 using float_elements = type_list<float, double, __half, __nv_bfloat16, __nv_fp8_e4m3, __nv_fp8_e5m2>;
 using integer_elements = type_list<std::int8_t, std::uint8_t, std::int32_t, std::uint32_t, std::int64_t, std::uint64_t>;
-using reduction_ops = type_list<collcomm::op::sum, collcomm::op::prod, collcomm::op::min, collcomm::op::max, collcomm::op::avg,
-                                collcomm::op::premul_sum<double>, collcomm::op::bit_and, collcomm::op::bit_or,
-                                collcomm::op::bit_xor, max_magnitude>;
+using reduction_ops = type_list<collcomm::op::sum, collcomm::op::prod, collcomm::op::min, collcomm::op::max,
+                                collcomm::op::avg, collcomm::op::premul_sum<double>, collcomm::op::bit_and,
+                                collcomm::op::bit_or, collcomm::op::bit_xor, max_magnitude>;
 #endif
 
 // Every algorithm with a schedule for K, every element of Elements, every op (reducing kinds) —
@@ -618,7 +652,8 @@ totals run_kind() {
   const auto t0 = std::chrono::steady_clock::now();
   INFO("seed ", base_seed(), " (set COLLCOMM_TEST_SEED to replay)");
   const std::string kind_name = K::name;
-  MESSAGE(kind_name, ": seed ", base_seed(), std::string(env_flag("COLLCOMM_TEST_QUICK") ? " (quick plan)" : " (full plan)"));
+  MESSAGE(kind_name, ": seed ", base_seed(),
+          std::string(env_flag("COLLCOMM_TEST_QUICK") ? " (quick plan)" : " (full plan)"));
   for_each_schedule([&]<class K2, class A>(std::type_identity<K2>, std::type_identity<A>) {
     if constexpr (std::is_same_v<K2, K>) {
       const totals before = tot;

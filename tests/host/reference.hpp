@@ -92,17 +92,28 @@ enum class op_id { sum, prod, min, max, avg, premul_sum, bit_and, bit_or, bit_xo
 
 inline const char* op_id_name(op_id o) {
   switch (o) {
-    case op_id::sum: return "sum";
-    case op_id::prod: return "prod";
-    case op_id::min: return "min";
-    case op_id::max: return "max";
-    case op_id::avg: return "avg";
-    case op_id::premul_sum: return "premul_sum";
-    case op_id::bit_and: return "bit_and";
-    case op_id::bit_or: return "bit_or";
-    case op_id::bit_xor: return "bit_xor";
-    case op_id::max_magnitude: return "max_magnitude(user)";
-    case op_id::none: return "none";
+    case op_id::sum:
+      return "sum";
+    case op_id::prod:
+      return "prod";
+    case op_id::min:
+      return "min";
+    case op_id::max:
+      return "max";
+    case op_id::avg:
+      return "avg";
+    case op_id::premul_sum:
+      return "premul_sum";
+    case op_id::bit_and:
+      return "bit_and";
+    case op_id::bit_or:
+      return "bit_or";
+    case op_id::bit_xor:
+      return "bit_xor";
+    case op_id::max_magnitude:
+      return "max_magnitude(user)";
+    case op_id::none:
+      return "none";
   }
   return "?";
 }
@@ -110,33 +121,63 @@ inline const char* op_id_name(op_id o) {
 template <class Op>
 constexpr op_id op_id_of() {
   namespace o = collcomm::op;
-  if constexpr (std::is_same_v<Op, o::sum>) return op_id::sum;
-  else if constexpr (std::is_same_v<Op, o::prod>) return op_id::prod;
-  else if constexpr (std::is_same_v<Op, o::min>) return op_id::min;
-  else if constexpr (std::is_same_v<Op, o::max>) return op_id::max;
-  else if constexpr (std::is_same_v<Op, o::avg>) return op_id::avg;
-  else if constexpr (std::is_same_v<Op, o::premul_sum<double>>) return op_id::premul_sum;
-  else if constexpr (std::is_same_v<Op, o::bit_and>) return op_id::bit_and;
-  else if constexpr (std::is_same_v<Op, o::bit_or>) return op_id::bit_or;
-  else if constexpr (std::is_same_v<Op, o::bit_xor>) return op_id::bit_xor;
-  else if constexpr (std::is_same_v<Op, max_magnitude>) return op_id::max_magnitude;
-  else return op_id::none;
+  if constexpr (std::is_same_v<Op, o::sum>)
+    return op_id::sum;
+  else if constexpr (std::is_same_v<Op, o::prod>)
+    return op_id::prod;
+  else if constexpr (std::is_same_v<Op, o::min>)
+    return op_id::min;
+  else if constexpr (std::is_same_v<Op, o::max>)
+    return op_id::max;
+  else if constexpr (std::is_same_v<Op, o::avg>)
+    return op_id::avg;
+  else if constexpr (std::is_same_v<Op, o::premul_sum<double>>)
+    return op_id::premul_sum;
+  else if constexpr (std::is_same_v<Op, o::bit_and>)
+    return op_id::bit_and;
+  else if constexpr (std::is_same_v<Op, o::bit_or>)
+    return op_id::bit_or;
+  else if constexpr (std::is_same_v<Op, o::bit_xor>)
+    return op_id::bit_xor;
+  else if constexpr (std::is_same_v<Op, max_magnitude>)
+    return op_id::max_magnitude;
+  else
+    return op_id::none;
 }
 
-enum class kind_id { all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all, gather, scatter, send_recv };
+enum class kind_id {
+  all_reduce,
+  reduce_scatter,
+  all_gather,
+  broadcast,
+  reduce,
+  all_to_all,
+  gather,
+  scatter,
+  send_recv
+};
 
 template <class K>
 constexpr kind_id kind_id_of() {
   namespace k = collcomm::kind;
-  if constexpr (std::is_same_v<K, k::all_reduce>) return kind_id::all_reduce;
-  else if constexpr (std::is_same_v<K, k::reduce_scatter>) return kind_id::reduce_scatter;
-  else if constexpr (std::is_same_v<K, k::all_gather>) return kind_id::all_gather;
-  else if constexpr (std::is_same_v<K, k::broadcast>) return kind_id::broadcast;
-  else if constexpr (std::is_same_v<K, k::reduce>) return kind_id::reduce;
-  else if constexpr (std::is_same_v<K, k::all_to_all>) return kind_id::all_to_all;
-  else if constexpr (std::is_same_v<K, k::gather>) return kind_id::gather;
-  else if constexpr (std::is_same_v<K, k::scatter>) return kind_id::scatter;
-  else return kind_id::send_recv;
+  if constexpr (std::is_same_v<K, k::all_reduce>)
+    return kind_id::all_reduce;
+  else if constexpr (std::is_same_v<K, k::reduce_scatter>)
+    return kind_id::reduce_scatter;
+  else if constexpr (std::is_same_v<K, k::all_gather>)
+    return kind_id::all_gather;
+  else if constexpr (std::is_same_v<K, k::broadcast>)
+    return kind_id::broadcast;
+  else if constexpr (std::is_same_v<K, k::reduce>)
+    return kind_id::reduce;
+  else if constexpr (std::is_same_v<K, k::all_to_all>)
+    return kind_id::all_to_all;
+  else if constexpr (std::is_same_v<K, k::gather>)
+    return kind_id::gather;
+  else if constexpr (std::is_same_v<K, k::scatter>)
+    return kind_id::scatter;
+  else
+    return kind_id::send_recv;
 }
 
 inline bool kind_reduces(kind_id k) {
@@ -156,10 +197,10 @@ struct type_desc {
   const char* name;
   std::size_t size;  // sizeof(T)
   bool is_int;
-  bool is_signed;    // integers
-  int bits;          // 8 * sizeof(T)
-  int digits;        // floats: significand bits p, the implicit one included
-  double eps;        // floats: 2^(1-p)
+  bool is_signed;  // integers
+  int bits;        // 8 * sizeof(T)
+  int digits;      // floats: significand bits p, the implicit one included
+  double eps;      // floats: 2^(1-p)
   double min_normal, denorm_min, max_finite;
   void (*encode)(double f, std::uint64_t bits, void* dst);  // floats round f to T; integers take bits
   value (*decode)(const void* src);
@@ -192,19 +233,31 @@ value decode_elem(const void* src) {
   T x;
   std::memcpy(&x, src, sizeof(T));
   value v;
-  if constexpr (sizeof(T) == 1) v.bits = *static_cast<const std::uint8_t*>(src);
-  else if constexpr (sizeof(T) == 2) { std::uint16_t b; std::memcpy(&b, src, 2); v.bits = b; }
-  else if constexpr (sizeof(T) == 4) { std::uint32_t b; std::memcpy(&b, src, 4); v.bits = b; }
-  else std::memcpy(&v.bits, src, 8);
-  if constexpr (collcomm::is_integer_element<T>) v.f = static_cast<double>(x);
-  else v.f = static_cast<double>(collcomm::to_accum(x));
+  if constexpr (sizeof(T) == 1)
+    v.bits = *static_cast<const std::uint8_t*>(src);
+  else if constexpr (sizeof(T) == 2) {
+    std::uint16_t b;
+    std::memcpy(&b, src, 2);
+    v.bits = b;
+  } else if constexpr (sizeof(T) == 4) {
+    std::uint32_t b;
+    std::memcpy(&b, src, 4);
+    v.bits = b;
+  } else
+    std::memcpy(&v.bits, src, 8);
+  if constexpr (collcomm::is_integer_element<T>)
+    v.f = static_cast<double>(x);
+  else
+    v.f = static_cast<double>(collcomm::to_accum(x));
   return v;
 }
 
 template <class T>
 double round_elem(double f) {
-  if constexpr (collcomm::is_integer_element<T> || std::is_same_v<T, double>) return f;
-  else if constexpr (std::is_same_v<T, float>) return static_cast<double>(static_cast<float>(f));
+  if constexpr (collcomm::is_integer_element<T> || std::is_same_v<T, double>)
+    return f;
+  else if constexpr (std::is_same_v<T, float>)
+    return static_cast<double>(static_cast<float>(f));
   else {
     // Rounding through float first is a double rounding, but only representability is asked of
     // it here (ref == round(ref)), and a double T represents is a float that rounds to itself.
@@ -228,7 +281,10 @@ type_desc make_type_desc() {
     d.is_signed = std::is_signed_v<T>;
   } else {
     // Significand bits and ranges of the six float formats (IEEE 754; OCP FP8 for e4m3/e5m2).
-    struct fmt { int p; double min_normal, denorm_min, max_finite; };
+    struct fmt {
+      int p;
+      double min_normal, denorm_min, max_finite;
+    };
     constexpr fmt f = std::is_same_v<T, float>           ? fmt{24, 0x1p-126, 0x1p-149, 3.4028234663852886e38}
                       : std::is_same_v<T, double>        ? fmt{53, 0x1p-1022, 0x1p-1074, 1.7976931348623157e308}
                       : std::is_same_v<T, __half>        ? fmt{11, 0x1p-14, 0x1p-24, 65504.0}
@@ -282,7 +338,7 @@ inline bool satisfies(const expectation& e, const value& got) {
 // The lowest power of two that divides x (x finite, non-zero): x = odd * 2^e  ->  2^e.
 inline double lowest_bit(double x) {
   int e = 0;
-  const double m = std::frexp(std::fabs(x), &e);  // x = m * 2^e, m in [0.5, 1)
+  const double m = std::frexp(std::fabs(x), &e);                 // x = m * 2^e, m in [0.5, 1)
   const auto i = static_cast<std::uint64_t>(std::ldexp(m, 53));  // exact: m has at most 53 bits
   return std::ldexp(1.0, e - 53 + std::countr_zero(i));
 }
@@ -336,28 +392,49 @@ inline expectation reduce_reference(const type_desc& t, op_id op, const value* x
       const std::uint64_t x = xs[j].bits & mask;
       switch (op) {
         case op_id::sum:
-        case op_id::avg: r = (r + x) & mask; break;
-        case op_id::premul_sum: r = (r + x * s) & mask; break;
-        case op_id::prod: r = (r * x) & mask; break;
-        case op_id::min: r = int_less(t, x, r) ? x : r; break;
-        case op_id::max: r = int_less(t, r, x) ? x : r; break;
-        case op_id::bit_and: r &= x; break;
-        case op_id::bit_or: r |= x; break;
-        case op_id::bit_xor: r ^= x; break;
+        case op_id::avg:
+          r = (r + x) & mask;
+          break;
+        case op_id::premul_sum:
+          r = (r + x * s) & mask;
+          break;
+        case op_id::prod:
+          r = (r * x) & mask;
+          break;
+        case op_id::min:
+          r = int_less(t, x, r) ? x : r;
+          break;
+        case op_id::max:
+          r = int_less(t, r, x) ? x : r;
+          break;
+        case op_id::bit_and:
+          r &= x;
+          break;
+        case op_id::bit_or:
+          r |= x;
+          break;
+        case op_id::bit_xor:
+          r ^= x;
+          break;
         case op_id::max_magnitude: {
           auto mag = [&](std::uint64_t v) {
             return t.is_signed && sign_extend(v, t.bits) < 0 ? (std::uint64_t{0} - v) & mask : v;
           };
-          if (mag(r) != mag(x)) r = mag(r) < mag(x) ? x : r;
-          else r = int_less(t, r, x) ? x : r;
+          if (mag(r) != mag(x))
+            r = mag(r) < mag(x) ? x : r;
+          else
+            r = int_less(t, r, x) ? x : r;
           break;
         }
-        case op_id::none: break;
+        case op_id::none:
+          break;
       }
     }
     if (op == op_id::avg) {
-      if (t.is_signed) r = static_cast<std::uint64_t>(sign_extend(r, t.bits) / n) & mask;
-      else r = r / static_cast<std::uint64_t>(n);
+      if (t.is_signed)
+        r = static_cast<std::uint64_t>(sign_extend(r, t.bits) / n) & mask;
+      else
+        r = r / static_cast<std::uint64_t>(n);
     }
     e.exact_bits = true;
     e.bits = r;
@@ -379,9 +456,7 @@ inline expectation reduce_reference(const type_desc& t, op_id op, const value* x
         ref += terms[j];
         abs_sum += std::fabs(terms[j]);
       }
-      double tol = sum_is_exact(t, terms, n)
-                       ? 0.0
-                       : k * t.eps * static_cast<double>(abs_sum) + k * t.denorm_min;
+      double tol = sum_is_exact(t, terms, n) ? 0.0 : k * t.eps * static_cast<double>(abs_sum) + k * t.denorm_min;
       if (op == op_id::avg) {
         ref /= n;
         const auto r = static_cast<double>(ref);
@@ -404,16 +479,21 @@ inline expectation reduce_reference(const type_desc& t, op_id op, const value* x
       double r = xs[0].f;
       for (int j = 1; j < n; ++j) {
         const double x = xs[j].f;
-        if (op == op_id::min) r = x < r ? x : r;
-        else if (op == op_id::max) r = r < x ? x : r;
-        else if (std::fabs(r) != std::fabs(x)) r = std::fabs(r) < std::fabs(x) ? x : r;
-        else r = r < x ? x : r;
+        if (op == op_id::min)
+          r = x < r ? x : r;
+        else if (op == op_id::max)
+          r = r < x ? x : r;
+        else if (std::fabs(r) != std::fabs(x))
+          r = std::fabs(r) < std::fabs(x) ? x : r;
+        else
+          r = r < x ? x : r;
       }
       e.value = r;
       e.tol = 0;
       return e;
     }
-    default: break;
+    default:
+      break;
   }
   e.value = std::numeric_limits<double>::quiet_NaN();  // bitwise ops on floats: never composed
   return e;
@@ -436,22 +516,32 @@ inline collcomm::index_t significant_input(const call_shape& c, int r) {
   const auto n = static_cast<collcomm::index_t>(c.nranks);
   switch (c.kind) {
     case kind_id::reduce_scatter:
-    case kind_id::all_to_all: return n * c.count;
-    case kind_id::scatter: return r == c.root ? n * c.count : 0;
-    case kind_id::broadcast: return r == c.root ? c.count : 0;
-    case kind_id::send_recv: return c.send_peer[static_cast<std::size_t>(r)] != collcomm::no_peer ? c.count : 0;
-    default: return c.count;
+    case kind_id::all_to_all:
+      return n * c.count;
+    case kind_id::scatter:
+      return r == c.root ? n * c.count : 0;
+    case kind_id::broadcast:
+      return r == c.root ? c.count : 0;
+    case kind_id::send_recv:
+      return c.send_peer[static_cast<std::size_t>(r)] != collcomm::no_peer ? c.count : 0;
+    default:
+      return c.count;
   }
 }
 inline collcomm::index_t significant_output(const call_shape& c, int r) {
   const auto n = static_cast<collcomm::index_t>(c.nranks);
   switch (c.kind) {
     case kind_id::all_gather:
-    case kind_id::all_to_all: return n * c.count;
-    case kind_id::gather: return r == c.root ? n * c.count : 0;
-    case kind_id::reduce: return r == c.root ? c.count : 0;
-    case kind_id::send_recv: return c.recv_peer[static_cast<std::size_t>(r)] != collcomm::no_peer ? c.count : 0;
-    default: return c.count;
+    case kind_id::all_to_all:
+      return n * c.count;
+    case kind_id::gather:
+      return r == c.root ? n * c.count : 0;
+    case kind_id::reduce:
+      return r == c.root ? c.count : 0;
+    case kind_id::send_recv:
+      return c.recv_peer[static_cast<std::size_t>(r)] != collcomm::no_peer ? c.count : 0;
+    default:
+      return c.count;
   }
 }
 // Full buffer sizes, as kinds.hpp's table has them at every rank.
@@ -460,8 +550,10 @@ inline collcomm::index_t input_size(const call_shape& c) {
   switch (c.kind) {
     case kind_id::reduce_scatter:
     case kind_id::all_to_all:
-    case kind_id::scatter: return n * c.count;
-    default: return c.count;
+    case kind_id::scatter:
+      return n * c.count;
+    default:
+      return c.count;
   }
 }
 inline collcomm::index_t output_size(const call_shape& c) {
@@ -469,8 +561,10 @@ inline collcomm::index_t output_size(const call_shape& c) {
   switch (c.kind) {
     case kind_id::all_gather:
     case kind_id::all_to_all:
-    case kind_id::gather: return n * c.count;
-    default: return c.count;
+    case kind_id::gather:
+      return n * c.count;
+    default:
+      return c.count;
   }
 }
 
@@ -487,12 +581,18 @@ inline in_place_layout in_place(const call_shape& c, int r) {
   switch (c.kind) {
     case kind_id::all_reduce:
     case kind_id::broadcast:
-    case kind_id::reduce: return {true, cnt, 0, 0};
-    case kind_id::reduce_scatter: return {true, n * cnt, 0, ur * cnt};
-    case kind_id::all_gather: return {true, n * cnt, ur * cnt, 0};
-    case kind_id::gather: return r == c.root ? in_place_layout{true, n * cnt, root * cnt, 0} : in_place_layout{};
-    case kind_id::scatter: return r == c.root ? in_place_layout{true, n * cnt, 0, root * cnt} : in_place_layout{};
-    default: return {};
+    case kind_id::reduce:
+      return {true, cnt, 0, 0};
+    case kind_id::reduce_scatter:
+      return {true, n * cnt, 0, ur * cnt};
+    case kind_id::all_gather:
+      return {true, n * cnt, ur * cnt, 0};
+    case kind_id::gather:
+      return r == c.root ? in_place_layout{true, n * cnt, root * cnt, 0} : in_place_layout{};
+    case kind_id::scatter:
+      return r == c.root ? in_place_layout{true, n * cnt, 0, root * cnt} : in_place_layout{};
+    default:
+      return {};
   }
 }
 
@@ -517,11 +617,21 @@ inline void sources_of(const call_shape& c, int r, collcomm::index_t i, std::vec
       for (int j = 0; j < c.nranks; ++j) out.push_back({j, ur * cnt + i});
       break;
     case kind_id::all_gather:
-    case kind_id::gather: out.push_back({static_cast<int>(i / cnt), i % cnt}); break;
-    case kind_id::broadcast: out.push_back({c.root, i}); break;
-    case kind_id::all_to_all: out.push_back({static_cast<int>(i / cnt), ur * cnt + i % cnt}); break;
-    case kind_id::scatter: out.push_back({c.root, ur * cnt + i}); break;
-    case kind_id::send_recv: out.push_back({c.recv_peer[static_cast<std::size_t>(r)], i}); break;
+    case kind_id::gather:
+      out.push_back({static_cast<int>(i / cnt), i % cnt});
+      break;
+    case kind_id::broadcast:
+      out.push_back({c.root, i});
+      break;
+    case kind_id::all_to_all:
+      out.push_back({static_cast<int>(i / cnt), ur * cnt + i % cnt});
+      break;
+    case kind_id::scatter:
+      out.push_back({c.root, ur * cnt + i});
+      break;
+    case kind_id::send_recv:
+      out.push_back({c.recv_peer[static_cast<std::size_t>(r)], i});
+      break;
   }
 }
 
@@ -530,8 +640,10 @@ inline void sources_of(const call_shape& c, int r, collcomm::index_t i, std::vec
 inline std::string show(const type_desc& t, const value& v) {
   char buf[96];
   if (t.is_int) {
-    if (t.is_signed) std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(sign_extend(v.bits, t.bits)));
-    else std::snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(v.bits));
+    if (t.is_signed)
+      std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(sign_extend(v.bits, t.bits)));
+    else
+      std::snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(v.bits));
   } else {
     std::snprintf(buf, sizeof buf, "%.17g (bits 0x%llx)", v.f, static_cast<unsigned long long>(v.bits));
   }

@@ -148,26 +148,36 @@ TEST_CASE("bad input: world and communicator arguments") {
 }
 
 TEST_CASE("bad input: every rank passes it — all throw, naming argument and rank; nothing moves") {
-  const index_t huge = SIZE_MAX / 2;                           // count * sizeof(float) overflows
-  const index_t just_over = PTRDIFF_MAX / sizeof(float) + 1;    // bytes one element past PTRDIFF_MAX
+  const index_t huge = SIZE_MAX / 2;                                // count * sizeof(float) overflows
+  const index_t just_over = PTRDIFF_MAX / sizeof(float) + 1;        // bytes one element past PTRDIFF_MAX
   const index_t over_n = PTRDIFF_MAX / sizeof(float) / nranks + 1;  // fine alone, n * count too large
-  auto misaligned = [](const float* p) {
-    return reinterpret_cast<const float*>(reinterpret_cast<const char*>(p) + 1);
-  };
+  auto misaligned = [](const float* p) { return reinterpret_cast<const float*>(reinterpret_cast<const char*>(p) + 1); };
   const std::vector<bad_case> cases = {
       // null buffers where significant
-      {"all_reduce null send", "send", [](comm_t& c, const float*, float* r) { collcomm::all_reduce(c, null_in, r, count); }},
-      {"all_reduce null recv", "recv", [](comm_t& c, const float* s, float*) { collcomm::all_reduce(c, s, null_out, count); }},
-      {"reduce_scatter null send", "send", [](comm_t& c, const float*, float* r) { collcomm::reduce_scatter(c, null_in, r, count); }},
-      {"reduce_scatter null recv", "recv", [](comm_t& c, const float* s, float*) { collcomm::reduce_scatter(c, s, null_out, count); }},
-      {"all_gather null send", "send", [](comm_t& c, const float*, float* r) { collcomm::all_gather(c, null_in, r, count); }},
-      {"all_gather null recv", "recv", [](comm_t& c, const float* s, float*) { collcomm::all_gather(c, s, null_out, count); }},
-      {"broadcast null recv", "recv", [](comm_t& c, const float* s, float*) { collcomm::broadcast(c, s, null_out, count, 0); }},
-      {"reduce null send", "send", [](comm_t& c, const float*, float* r) { collcomm::reduce(c, null_in, r, count, collcomm::op::sum{}, 0); }},
-      {"all_to_all null send", "send", [](comm_t& c, const float*, float* r) { collcomm::all_to_all(c, null_in, r, count); }},
-      {"all_to_all null recv", "recv", [](comm_t& c, const float* s, float*) { collcomm::all_to_all(c, s, null_out, count); }},
-      {"gather null send", "send", [](comm_t& c, const float*, float* r) { collcomm::gather(c, null_in, r, count, 1); }},
-      {"scatter null recv", "recv", [](comm_t& c, const float* s, float*) { collcomm::scatter(c, s, null_out, count, 1); }},
+      {"all_reduce null send", "send",
+       [](comm_t& c, const float*, float* r) { collcomm::all_reduce(c, null_in, r, count); }},
+      {"all_reduce null recv", "recv",
+       [](comm_t& c, const float* s, float*) { collcomm::all_reduce(c, s, null_out, count); }},
+      {"reduce_scatter null send", "send",
+       [](comm_t& c, const float*, float* r) { collcomm::reduce_scatter(c, null_in, r, count); }},
+      {"reduce_scatter null recv", "recv",
+       [](comm_t& c, const float* s, float*) { collcomm::reduce_scatter(c, s, null_out, count); }},
+      {"all_gather null send", "send",
+       [](comm_t& c, const float*, float* r) { collcomm::all_gather(c, null_in, r, count); }},
+      {"all_gather null recv", "recv",
+       [](comm_t& c, const float* s, float*) { collcomm::all_gather(c, s, null_out, count); }},
+      {"broadcast null recv", "recv",
+       [](comm_t& c, const float* s, float*) { collcomm::broadcast(c, s, null_out, count, 0); }},
+      {"reduce null send", "send",
+       [](comm_t& c, const float*, float* r) { collcomm::reduce(c, null_in, r, count, collcomm::op::sum{}, 0); }},
+      {"all_to_all null send", "send",
+       [](comm_t& c, const float*, float* r) { collcomm::all_to_all(c, null_in, r, count); }},
+      {"all_to_all null recv", "recv",
+       [](comm_t& c, const float* s, float*) { collcomm::all_to_all(c, s, null_out, count); }},
+      {"gather null send", "send",
+       [](comm_t& c, const float*, float* r) { collcomm::gather(c, null_in, r, count, 1); }},
+      {"scatter null recv", "recv",
+       [](comm_t& c, const float* s, float*) { collcomm::scatter(c, s, null_out, count, 1); }},
       {"send_recv null send", "send",
        [](comm_t& c, const float*, float* r) { collcomm::send_recv(c, null_in, r, count, next_of(c), prev_of(c)); }},
       {"send_recv null recv", "recv",
@@ -178,22 +188,29 @@ TEST_CASE("bad input: every rank passes it — all throw, naming argument and ra
       {"all_reduce misaligned send", "send",
        [=](comm_t& c, const float* s, float* r) { collcomm::all_reduce(c, misaligned(s), r, count); }},
       // count * sizeof(T) and n * count * sizeof(T) overflow
-      {"all_reduce count overflow", "count", [=](comm_t& c, const float* s, float* r) { collcomm::all_reduce(c, s, r, huge); }},
+      {"all_reduce count overflow", "count",
+       [=](comm_t& c, const float* s, float* r) { collcomm::all_reduce(c, s, r, huge); }},
       {"all_reduce count past PTRDIFF_MAX", "count",
        [=](comm_t& c, const float* s, float* r) { collcomm::all_reduce(c, s, r, just_over); }},
-      {"broadcast count overflow", "count", [=](comm_t& c, const float* s, float* r) { collcomm::broadcast(c, s, r, huge, 0); }},
+      {"broadcast count overflow", "count",
+       [=](comm_t& c, const float* s, float* r) { collcomm::broadcast(c, s, r, huge, 0); }},
       {"reduce_scatter n*recvcount overflow", "recvcount",
        [=](comm_t& c, const float* s, float* r) { collcomm::reduce_scatter(c, s, r, over_n); }},
       {"all_gather n*sendcount overflow", "sendcount",
        [=](comm_t& c, const float* s, float* r) { collcomm::all_gather(c, s, r, over_n); }},
-      {"all_to_all n*count overflow", "count", [=](comm_t& c, const float* s, float* r) { collcomm::all_to_all(c, s, r, over_n); }},
-      {"gather n*count overflow", "count", [=](comm_t& c, const float* s, float* r) { collcomm::gather(c, s, r, over_n, 0); }},
-      {"scatter n*count overflow", "count", [=](comm_t& c, const float* s, float* r) { collcomm::scatter(c, s, r, over_n, 0); }},
+      {"all_to_all n*count overflow", "count",
+       [=](comm_t& c, const float* s, float* r) { collcomm::all_to_all(c, s, r, over_n); }},
+      {"gather n*count overflow", "count",
+       [=](comm_t& c, const float* s, float* r) { collcomm::gather(c, s, r, over_n, 0); }},
+      {"scatter n*count overflow", "count",
+       [=](comm_t& c, const float* s, float* r) { collcomm::scatter(c, s, r, over_n, 0); }},
       {"send_recv count overflow", "count",
        [=](comm_t& c, const float* s, float* r) { collcomm::send_recv(c, s, r, huge, next_of(c), prev_of(c)); }},
       // root out of range
-      {"broadcast root = n", "root", [](comm_t& c, const float* s, float* r) { collcomm::broadcast(c, s, r, count, nranks); }},
-      {"broadcast root = -1", "root", [](comm_t& c, const float* s, float* r) { collcomm::broadcast(c, s, r, count, -1); }},
+      {"broadcast root = n", "root",
+       [](comm_t& c, const float* s, float* r) { collcomm::broadcast(c, s, r, count, nranks); }},
+      {"broadcast root = -1", "root",
+       [](comm_t& c, const float* s, float* r) { collcomm::broadcast(c, s, r, count, -1); }},
       {"reduce root = n", "root",
        [](comm_t& c, const float* s, float* r) { collcomm::reduce(c, s, r, count, collcomm::op::max{}, nranks); }},
       {"gather root = 7", "root", [](comm_t& c, const float* s, float* r) { collcomm::gather(c, s, r, count, 7); }},
@@ -207,7 +224,8 @@ TEST_CASE("bad input: every rank passes it — all throw, naming argument and ra
        [](comm_t& c, const float* s, float* r) { collcomm::send_recv(c, s, r, count, c.rank(), prev_of(c)); }},
       {"send to n", "peer", [](comm_t& c, const float* s, float*) { collcomm::send(c, s, count, nranks); }},
       {"send to self", "peer", [](comm_t& c, const float* s, float*) { collcomm::send(c, s, count, c.rank()); }},
-      {"recv from no_peer", "peer", [](comm_t& c, const float*, float* r) { collcomm::recv(c, r, count, collcomm::no_peer); }},
+      {"recv from no_peer", "peer",
+       [](comm_t& c, const float*, float* r) { collcomm::recv(c, r, count, collcomm::no_peer); }},
       // an algorithm that cannot run in place, in place
       {"one_shot in place", "recv",
        [](comm_t& c, const float*, float* r) { collcomm::all_reduce<collcomm::algo::one_shot>(c, r, r, count); }},
@@ -224,9 +242,8 @@ TEST_CASE("bad input: every rank passes it — all throw, naming argument and ra
   }
   // Argument errors moved nothing: the same world still computes right.
   rank_buffers b;
-  const auto o = run_each(w, [&](comm_t& c) {
-    collcomm::all_reduce(c, b.send[c.rank()].data(), b.recv[c.rank()].data(), count);
-  });
+  const auto o =
+      run_each(w, [&](comm_t& c) { collcomm::all_reduce(c, b.send[c.rank()].data(), b.recv[c.rank()].data(), count); });
   for (int r = 0; r < nranks; ++r) {
     CHECK_FALSE(o[r].threw);
     for (index_t i = 0; i < count; ++i) CHECK(b.recv[r][i] == static_cast<float>(600 + 4 * static_cast<int>(i)));
@@ -248,8 +265,7 @@ TEST_CASE("bad input: overlapping send and recv other than in place") {
        [](comm_t& c, float* b) { collcomm::all_gather(c, b + next_of(c) * count, b, count); }},
       {"all_to_all in place", [](comm_t& c, float* b) { collcomm::all_to_all(c, b, b, count / nranks); }},
       {"all_to_all partial overlap", [](comm_t& c, float* b) { collcomm::all_to_all(c, b, b + 2, 1); }},
-      {"send_recv in place",
-       [](comm_t& c, float* b) { collcomm::send_recv(c, b, b, count, next_of(c), prev_of(c)); }},
+      {"send_recv in place", [](comm_t& c, float* b) { collcomm::send_recv(c, b, b, count, next_of(c), prev_of(c)); }},
       {"broadcast shifted (every rank is checked: recv is significant everywhere, send at the root 0)",
        [](comm_t& c, float* b) { collcomm::broadcast(c, b, c.rank() == 0 ? b + 1 : b, count, 0); }},
   };
@@ -311,7 +327,8 @@ TEST_CASE("bad input: in-place positions and ignored buffers are accepted") {
     collcomm::reduce(c, s, is_root ? d : nullptr, count, collcomm::op::sum{}, root);
     collcomm::broadcast(c, is_root ? s : nullptr, d + count, count, root);
     collcomm::gather(c, s, is_root ? d + 0 : nullptr, index_t{0}, root);  // count 0: nothing significant
-    collcomm::send_recv(c, static_cast<const std::int32_t*>(nullptr), static_cast<std::int32_t*>(nullptr), count, collcomm::no_peer, collcomm::no_peer);
+    collcomm::send_recv(c, static_cast<const std::int32_t*>(nullptr), static_cast<std::int32_t*>(nullptr), count,
+                        collcomm::no_peer, collcomm::no_peer);
     collcomm::all_reduce(c, static_cast<const std::int32_t*>(nullptr), static_cast<std::int32_t*>(nullptr), index_t{0});
   });
   for (int r = 0; r < nranks; ++r) {
@@ -319,8 +336,10 @@ TEST_CASE("bad input: in-place positions and ignored buffers are accepted") {
     CHECK_FALSE(o[r].threw);
     CAPTURE(o[r].what);
     for (index_t i = 0; i < count; ++i) {
-      if (r == root) CHECK(out[r][i] == static_cast<std::int32_t>(60 + nranks * i));
-      else CHECK(out[r][i] == -1);
+      if (r == root)
+        CHECK(out[r][i] == static_cast<std::int32_t>(60 + nranks * i));
+      else
+        CHECK(out[r][i] == -1);
       CHECK(out[r][count + i] == static_cast<std::int32_t>(10 * root + i));
     }
   }
@@ -387,9 +406,8 @@ TEST_CASE("bad input: a single bad rank throws at once; the others time out with
   CHECK(contains(o[(bad + 1) % nranks].what, "from rank " + std::to_string(bad)));
 
   // The timeout marked the world failed: every later call says so at once.
-  const auto later = run_each(w, [&](comm_t& c) {
-    collcomm::all_reduce(c, b.send[c.rank()].data(), b.recv[c.rank()].data(), count);
-  });
+  const auto later =
+      run_each(w, [&](comm_t& c) { collcomm::all_reduce(c, b.send[c.rank()].data(), b.recv[c.rank()].data(), count); });
   for (int r = 0; r < nranks; ++r) {
     CAPTURE(later[r].what);
     CHECK(later[r].code == errc::aborted);
@@ -424,7 +442,8 @@ TEST_CASE("bad input: ranks that disagree on count or element type get an error,
   opt.timeout = milliseconds(200);
   SUBCASE("count") {
     collcomm::host::world w(nranks, opt);
-    std::vector<std::vector<float>> in(nranks, std::vector<float>(200, 1.0f)), out(nranks, std::vector<float>(200, poison));
+    std::vector<std::vector<float>> in(nranks, std::vector<float>(200, 1.0f)),
+        out(nranks, std::vector<float>(200, poison));
     const auto o = run_each(w, [&](comm_t& c) {
       const index_t n = c.rank() == 0 ? 100 : 101;
       collcomm::all_reduce(c, in[c.rank()].data(), out[c.rank()].data(), n);
@@ -450,8 +469,10 @@ TEST_CASE("bad input: ranks that disagree on count or element type get an error,
     std::vector<std::vector<std::int32_t>> i(nranks, std::vector<std::int32_t>(64, 1));
     const auto o = run_each(w, [&](comm_t& c) {
       const int r = c.rank();
-      if (r == 0) collcomm::all_reduce(c, f[r].data(), f[r].data(), index_t{64});
-      else collcomm::all_reduce(c, i[r].data(), i[r].data(), index_t{64});
+      if (r == 0)
+        collcomm::all_reduce(c, f[r].data(), f[r].data(), index_t{64});
+      else
+        collcomm::all_reduce(c, i[r].data(), i[r].data(), index_t{64});
     });
     int mismatch = 0;
     for (int r = 0; r < nranks; ++r) {

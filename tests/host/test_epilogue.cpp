@@ -15,7 +15,9 @@ namespace {
 struct scale_bias {
   double scale, bias;
   template <class A>
-  A operator()(A x) const { return static_cast<A>(x * static_cast<A>(scale) + static_cast<A>(bias)); }
+  A operator()(A x) const {
+    return static_cast<A>(x * static_cast<A>(scale) + static_cast<A>(bias));
+  }
 };
 }  // namespace
 
@@ -29,7 +31,8 @@ TEST_CASE("all_reduce and reduce_scatter with a scale-and-bias epilogue, every s
     host::world w(n, o);
     const index_t count = 1000 + static_cast<index_t>(g() % 100);
     std::vector<std::vector<double>> x(n, std::vector<double>(n * count));
-    for (auto& v : x) for (auto& e : v) e = std::uniform_real_distribution<double>(-1, 1)(g);
+    for (auto& v : x)
+      for (auto& e : v) e = std::uniform_real_distribution<double>(-1, 1)(g);
     const op::with_epilogue eop{op::avg{}, scale_bias{0.5, 3.0}};
     collcomm_test::for_each_schedule([&]<class K, class A>(std::type_identity<K>, std::type_identity<A>) {
       if constexpr (std::is_same_v<K, kind::all_reduce> || std::is_same_v<K, kind::reduce_scatter>) {
@@ -37,8 +40,10 @@ TEST_CASE("all_reduce and reduce_scatter with a scale-and-bias epilogue, every s
         std::vector<std::vector<double>> out(n, std::vector<double>(count, std::nan("")));
         host::run_ranks(w, [&](communicator<transport::host_shm>& comm) {
           const int r = comm.rank();
-          if constexpr (std::is_same_v<K, kind::all_reduce>) all_reduce<A>(comm, x[r].data(), out[r].data(), count, eop);
-          else reduce_scatter<A>(comm, x[r].data(), out[r].data(), count, eop);
+          if constexpr (std::is_same_v<K, kind::all_reduce>)
+            all_reduce<A>(comm, x[r].data(), out[r].data(), count, eop);
+          else
+            reduce_scatter<A>(comm, x[r].data(), out[r].data(), count, eop);
         });
         long wrong = 0;
         std::string first;

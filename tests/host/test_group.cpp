@@ -110,7 +110,8 @@ TEST_CASE("group: both directions of a ring, a message to oneself, nested groups
     CAPTURE(r);
     const int next = (r + 1) % n, prev = (r + n - 1) % n;
     CHECK(mismatches(from_prev[r], std::vector<std::int32_t>(x[prev].begin(), x[prev].begin() + count)) == 0);
-    CHECK(mismatches(from_next[r], std::vector<std::int32_t>(x[next].begin() + count, x[next].begin() + 2 * count)) == 0);
+    CHECK(mismatches(from_next[r], std::vector<std::int32_t>(x[next].begin() + count, x[next].begin() + 2 * count)) ==
+          0);
     CHECK(mismatches(from_self[r], std::vector<std::int32_t>(x[r].begin() + 2 * count, x[r].end())) == 0);
   }
 }

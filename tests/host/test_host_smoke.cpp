@@ -33,8 +33,10 @@ std::vector<std::vector<T>> random_inputs(int n, index_t count, std::mt19937_64&
   std::vector<std::vector<T>> in(static_cast<std::size_t>(n), std::vector<T>(count));
   for (auto& v : in)
     for (auto& x : v) {
-      if constexpr (std::is_floating_point_v<T>) x = std::uniform_real_distribution<T>(-1, 1)(rng);
-      else x = static_cast<T>(rng());
+      if constexpr (std::is_floating_point_v<T>)
+        x = std::uniform_real_distribution<T>(-1, 1)(rng);
+      else
+        x = static_cast<T>(rng());
     }
   return in;
 }
@@ -54,8 +56,7 @@ void check_all_reduce(int n, index_t count, const collcomm::host::options& opt, 
   std::mt19937_64 rng(test_seed() ^ salt);
   const auto in = random_inputs<T>(n, count, rng);
   std::vector<std::vector<T>> out(static_cast<std::size_t>(n));
-  for (int r = 0; r < n; ++r)
-    out[r] = in_place ? in[r] : std::vector<T>(count, static_cast<T>(poison_f32));
+  for (int r = 0; r < n; ++r) out[r] = in_place ? in[r] : std::vector<T>(count, static_cast<T>(poison_f32));
   collcomm::host::world w(n, opt);
   collcomm::host::run_ranks(w, [&](comm_t& comm) {
     const int r = comm.rank();
@@ -124,8 +125,8 @@ TEST_CASE("host smoke: one world, many calls (counters keep growing across calls
   const int calls = 50;
   std::vector<std::vector<std::vector<std::int32_t>>> in(calls);
   for (auto& c : in) c = random_inputs<std::int32_t>(n, count, rng);
-  std::vector<std::vector<std::vector<std::int32_t>>> out(calls, std::vector<std::vector<std::int32_t>>(
-                                                                     n, std::vector<std::int32_t>(count, -7)));
+  std::vector<std::vector<std::vector<std::int32_t>>> out(
+      calls, std::vector<std::vector<std::int32_t>>(n, std::vector<std::int32_t>(count, -7)));
   collcomm::host::run_ranks(w, [&](comm_t& comm) {
     for (int c = 0; c < calls; ++c)
       collcomm::all_reduce(comm, in[c][comm.rank()].data(), out[c][comm.rank()].data(), count);
@@ -245,7 +246,8 @@ TEST_CASE("host smoke: every kind with its default algorithm (i32, exact)") {
       for (index_t i = 0; i < n * c; ++i) {
         auto expect = [&](int k, std::int32_t want) {
           if (out[k][r][i] != want && wrong++ < 10)
-            FAIL_CHECK("kind #" << k << " rank " << r << " element " << i << ": got " << out[k][r][i] << ", want " << want);
+            FAIL_CHECK("kind #" << k << " rank " << r << " element " << i << ": got " << out[k][r][i] << ", want "
+                                << want);
         };
         const index_t b = i / c, j = i % c;
         if (i < c) {
@@ -317,8 +319,12 @@ TEST_CASE("host smoke: the call's tuning, fewer channels and smaller slots than 
   collcomm::host::run_ranks(w, [&](comm_t& comm) {
     const int r = comm.rank();
     try {
-      if (r % 2 == 0) collcomm::all_reduce<collcomm::algo::ring, tuning<simple, 4>>(comm, in[0][r].data(), untouched[r].data(), count);
-      else collcomm::all_reduce<collcomm::algo::ring, tuning<simple, 0, 8192>>(comm, in[0][r].data(), untouched[r].data(), count);
+      if (r % 2 == 0)
+        collcomm::all_reduce<collcomm::algo::ring, tuning<simple, 4>>(comm, in[0][r].data(), untouched[r].data(),
+                                                                      count);
+      else
+        collcomm::all_reduce<collcomm::algo::ring, tuning<simple, 0, 8192>>(comm, in[0][r].data(), untouched[r].data(),
+                                                                            count);
     } catch (const collcomm::error& e) {
       errors[r] = e.what();
       CHECK(e.code() == collcomm::errc::invalid_argument);

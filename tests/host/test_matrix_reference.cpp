@@ -33,8 +33,7 @@ void simulate(op_id op, long& checked, long& exact) {
         T x;
         std::memcpy(&x, raw, sizeof(T));
         // Loaded with the op's pre, and rounded to T: the first message of a schedule.
-        partial[static_cast<std::size_t>(j)] =
-            collcomm::from_accum<T>(collcomm::apply_pre(o, collcomm::to_accum(x)));
+        partial[static_cast<std::size_t>(j)] = collcomm::from_accum<T>(collcomm::apply_pre(o, collcomm::to_accum(x)));
       }
       // A random binary tree: combine two random partials, round to T, until one is left.
       while (partial.size() > 1) {
@@ -51,8 +50,9 @@ void simulate(op_id op, long& checked, long& exact) {
       ++checked;
       if (e.tol == 0) ++exact;
       if (!satisfies(e, got)) {
-        FAIL_CHECK(std::string(t.name) << " " << std::string(op_id_name(op)) << " N=" << n << " scalar=" << scalar << ": simulated " << show(t, got)
-                          << ", reference " << show(t, e) << " (seed " << base_seed() << ")");
+        FAIL_CHECK(std::string(t.name) << " " << std::string(op_id_name(op)) << " N=" << n << " scalar=" << scalar
+                                       << ": simulated " << show(t, got) << ", reference " << show(t, e) << " (seed "
+                                       << base_seed() << ")");
         return;
       }
     }

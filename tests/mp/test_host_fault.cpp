@@ -28,45 +28,51 @@ TEST_CASE("fault: abort() ends the peers' pending and later calls with errc::abo
   const int n = 4, aborter = 1;
   const auto timeout = 5s;
   reports rep(n);
-  auto j = run_job(n, [&](bs::tcp& boot, rank_report& me) {
-    cc::host::options opt;
-    opt.timeout = timeout;
-    host_comm comm(boot, opt);
-    const int r = comm.rank();
-    std::vector<float> v(4096, 1.0f);
-    cc::all_reduce(comm, v.data(), v.data(), v.size());  // everybody is in
-    if (v[0] != float(n)) return child_fail(me, r, 60, "first all_reduce wrong");
-    const auto t0 = std::chrono::steady_clock::now();
-    if (r == aborter) {
-      std::this_thread::sleep_for(300ms);  // the peers are waiting in the next all_reduce by now
-      comm.abort("test");
-    } else {
-      try {
-        cc::all_reduce(comm, v.data(), v.data(), v.size());
-        return child_fail(me, r, 61, "all_reduce completed without rank %d", aborter);
-      } catch (const cc::error& e) {
-        record_error(me, e);
-        const auto took = std::chrono::steady_clock::now() - t0;
-        if (e.code() != cc::errc::aborted || std::string(e.what()).find("rank 1 aborted") == std::string::npos)
-          return child_fail(me, r, 62, "pending call: wrong error: %s", e.what());
-        if (took > timeout / 2)
-          return child_fail(me, r, 63, "pending call ended after %lld ms", (long long)std::chrono::duration_cast<std::chrono::milliseconds>(took).count());
-      }
-    }
-    // Later calls, every rank: aborted at once.
-    for (int i = 0; i < 2; ++i) {
-      const auto t1 = std::chrono::steady_clock::now();
-      try {
-        cc::broadcast(comm, v.data(), v.data(), v.size(), 0);
-        return child_fail(me, r, 64, "a call after abort completed");
-      } catch (const cc::error& e) {
-        if (e.code() != cc::errc::aborted) return child_fail(me, r, 65, "later call: wrong error: %s", e.what());
-        if (std::chrono::steady_clock::now() - t1 > 100ms) return child_fail(me, r, 66, "later call took long to fail");
-      }
-    }
-    return 0;
-  }, rep, 60s);
-  for (int r = 0; r < n; ++r) CHECK_MESSAGE(j.codes[static_cast<std::size_t>(r)] == 0, "rank " << r << ": " << describe(rep[r]));
+  auto j = run_job(
+      n,
+      [&](bs::tcp& boot, rank_report& me) {
+        cc::host::options opt;
+        opt.timeout = timeout;
+        host_comm comm(boot, opt);
+        const int r = comm.rank();
+        std::vector<float> v(4096, 1.0f);
+        cc::all_reduce(comm, v.data(), v.data(), v.size());  // everybody is in
+        if (v[0] != float(n)) return child_fail(me, r, 60, "first all_reduce wrong");
+        const auto t0 = std::chrono::steady_clock::now();
+        if (r == aborter) {
+          std::this_thread::sleep_for(300ms);  // the peers are waiting in the next all_reduce by now
+          comm.abort("test");
+        } else {
+          try {
+            cc::all_reduce(comm, v.data(), v.data(), v.size());
+            return child_fail(me, r, 61, "all_reduce completed without rank %d", aborter);
+          } catch (const cc::error& e) {
+            record_error(me, e);
+            const auto took = std::chrono::steady_clock::now() - t0;
+            if (e.code() != cc::errc::aborted || std::string(e.what()).find("rank 1 aborted") == std::string::npos)
+              return child_fail(me, r, 62, "pending call: wrong error: %s", e.what());
+            if (took > timeout / 2)
+              return child_fail(me, r, 63, "pending call ended after %lld ms",
+                                (long long)std::chrono::duration_cast<std::chrono::milliseconds>(took).count());
+          }
+        }
+        // Later calls, every rank: aborted at once.
+        for (int i = 0; i < 2; ++i) {
+          const auto t1 = std::chrono::steady_clock::now();
+          try {
+            cc::broadcast(comm, v.data(), v.data(), v.size(), 0);
+            return child_fail(me, r, 64, "a call after abort completed");
+          } catch (const cc::error& e) {
+            if (e.code() != cc::errc::aborted) return child_fail(me, r, 65, "later call: wrong error: %s", e.what());
+            if (std::chrono::steady_clock::now() - t1 > 100ms)
+              return child_fail(me, r, 66, "later call took long to fail");
+          }
+        }
+        return 0;
+      },
+      rep, 60s);
+  for (int r = 0; r < n; ++r)
+    CHECK_MESSAGE(j.codes[static_cast<std::size_t>(r)] == 0, "rank " << r << ": " << describe(rep[r]));
   MESSAGE("rank 0 saw: " << rep[0].msg);
   const auto leaked = leaked_segments(shm_before);
   CHECK_MESSAGE(leaked.empty(), "segments left in /dev/shm: " << (leaked.empty() ? "" : *leaked.begin()));
@@ -101,7 +107,8 @@ void kill_mid_collective(int n, int victim, std::chrono::milliseconds timeout, s
           record_error(me, e);
           const std::string want = "rank " + std::to_string(victim) + " (pid";
           if (std::string(e.what()).find(want) == std::string::npos)
-            return child_fail(me, r, 71, "after %ld calls: the error does not name rank %d: %s", calls, victim, e.what());
+            return child_fail(me, r, 71, "after %ld calls: the error does not name rank %d: %s", calls, victim,
+                              e.what());
         }
         return 0;
       },
@@ -115,14 +122,18 @@ void kill_mid_collective(int n, int victim, std::chrono::milliseconds timeout, s
         kill_ns = now_ns();
         ::kill(pids[static_cast<std::size_t>(victim)], SIGKILL);
       });
-  CHECK_MESSAGE(j.codes[static_cast<std::size_t>(victim)] == -SIGKILL, "the victim, rank " << victim << ", was not killed");
+  CHECK_MESSAGE(j.codes[static_cast<std::size_t>(victim)] == -SIGKILL,
+                "the victim, rank " << victim << ", was not killed");
   const std::int64_t bound = 2 * std::chrono::duration_cast<std::chrono::nanoseconds>(timeout).count();
   for (int r = 0; r < n; ++r) {
     if (r == victim) continue;
     CHECK_MESSAGE(j.codes[static_cast<std::size_t>(r)] == 0, "rank " << r << ": " << describe(rep[r]));
     const double after_ms = double(rep[r].err_ns - kill_ns) / 1e6;
-    CHECK_MESSAGE(rep[r].err_ns - kill_ns <= bound, "rank " << r << " failed " << after_ms << " ms after the kill: " << rep[r].msg);
-    if (r == (victim + 1) % n) MESSAGE(std::string(A::name) << ", n " << n << ", rank " << r << " failed " << after_ms << " ms after the kill of rank " << victim << ": " << rep[r].msg);
+    CHECK_MESSAGE(rep[r].err_ns - kill_ns <= bound,
+                  "rank " << r << " failed " << after_ms << " ms after the kill: " << rep[r].msg);
+    if (r == (victim + 1) % n)
+      MESSAGE(std::string(A::name) << ", n " << n << ", rank " << r << " failed " << after_ms
+                                   << " ms after the kill of rank " << victim << ": " << rep[r].msg);
   }
   const auto leaked = leaked_segments(shm_before);
   CHECK_MESSAGE(leaked.empty(), "segments left in /dev/shm: " << (leaked.empty() ? "" : *leaked.begin()));
@@ -131,7 +142,9 @@ void kill_mid_collective(int n, int victim, std::chrono::milliseconds timeout, s
 
 TEST_CASE("fault: a rank killed with SIGKILL mid-collective is named by every survivor within 2x the timeout") {
   SUBCASE("ring, 4 ranks, rank 2 killed") { kill_mid_collective<cc::algo::ring>(4, 2, 2000ms, 1 << 18); }
-  SUBCASE("one_shot, 3 ranks, rank 0 (the segment's creator) killed") { kill_mid_collective<cc::algo::one_shot>(3, 0, 2000ms, 1 << 16); }
+  SUBCASE("one_shot, 3 ranks, rank 0 (the segment's creator) killed") {
+    kill_mid_collective<cc::algo::one_shot>(3, 0, 2000ms, 1 << 16);
+  }
   SUBCASE("tree, 8 ranks, rank 5 killed") { kill_mid_collective<cc::algo::tree>(8, 5, 2000ms, 1 << 14); }
 }
 
@@ -165,7 +178,8 @@ TEST_CASE("fault: a rank killed while communicators are split and destroyed in a
             const std::string want = "rank " + std::to_string(victim) + " (pid";
             // Rank 2's own split holds only itself: it learns of the death in the parent's barrier.
             if (std::string(e.what()).find(want) == std::string::npos)
-              return child_fail(me, r, 81, "after %ld splits: the error does not name rank %d: %s", made, victim, e.what());
+              return child_fail(me, r, 81, "after %ld splits: the error does not name rank %d: %s", made, victim,
+                                e.what());
           }
           return 0;
         },
@@ -178,16 +192,20 @@ TEST_CASE("fault: a rank killed while communicators are split and destroyed in a
           kill_ns = now_ns();
           ::kill(pids[static_cast<std::size_t>(victim)], SIGKILL);
         });
-    CHECK_MESSAGE(j.codes[static_cast<std::size_t>(victim)] == -SIGKILL, "the victim, rank " << victim << ", was not killed");
+    CHECK_MESSAGE(j.codes[static_cast<std::size_t>(victim)] == -SIGKILL,
+                  "the victim, rank " << victim << ", was not killed");
     for (int r = 0; r < n; ++r) {
       if (r == victim) continue;
-      CHECK_MESSAGE(j.codes[static_cast<std::size_t>(r)] == 0, "victim " << victim << ", rank " << r << ": " << describe(rep[r]));
-      CHECK_MESSAGE(rep[r].err_ns - kill_ns <= 2 * std::chrono::duration_cast<std::chrono::nanoseconds>(timeout).count(),
-                    "rank " << r << " failed " << double(rep[r].err_ns - kill_ns) / 1e6 << " ms after the kill");
+      CHECK_MESSAGE(j.codes[static_cast<std::size_t>(r)] == 0,
+                    "victim " << victim << ", rank " << r << ": " << describe(rep[r]));
+      CHECK_MESSAGE(
+          rep[r].err_ns - kill_ns <= 2 * std::chrono::duration_cast<std::chrono::nanoseconds>(timeout).count(),
+          "rank " << r << " failed " << double(rep[r].err_ns - kill_ns) / 1e6 << " ms after the kill");
     }
     const auto leaked = leaked_segments(shm_before);
-    CHECK_MESSAGE(leaked.empty(), "victim " << victim << ": segments left in /dev/shm: " << (leaked.empty() ? "" : *leaked.begin())
-                                            << "; the survivors said: " << rep[(victim + 1) % n].msg << " | " << rep[(victim + 2) % n].msg);
+    CHECK_MESSAGE(leaked.empty(), "victim " << victim << ": segments left in /dev/shm: "
+                                            << (leaked.empty() ? "" : *leaked.begin()) << "; the survivors said: "
+                                            << rep[(victim + 1) % n].msg << " | " << rep[(victim + 2) % n].msg);
     for (const std::string& s : leaked) ::shm_unlink(("/" + s).c_str());  // do not leave it to the next run
   }
 }

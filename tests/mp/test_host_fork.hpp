@@ -34,14 +34,15 @@ using host_comm = collcomm::communicator<collcomm::transport::host_shm>;
 using namespace std::chrono_literals;
 
 inline std::int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 struct rank_report {
-  int code;              // what the child returned (or exited with)
-  int err_code;          // collcomm::errc + 1 of the error it recorded, 0 if none
-  std::int64_t err_ns;   // steady_clock time of that error
-  char msg[1024];        // that error's message, or a failure text
+  int code;             // what the child returned (or exited with)
+  int err_code;         // collcomm::errc + 1 of the error it recorded, 0 if none
+  std::int64_t err_ns;  // steady_clock time of that error
+  char msg[1024];       // that error's message, or a failure text
 };
 
 // A page shared with the children: one report per rank.

@@ -43,16 +43,19 @@ inline std::uint64_t matrix_seed() {
 template <class K>
 constexpr collcomm::index_t in_size(int n, collcomm::index_t count) {
   namespace k = collcomm::kind;
-  if constexpr (std::is_same_v<K, k::reduce_scatter> || std::is_same_v<K, k::all_to_all> || std::is_same_v<K, k::scatter>)
+  if constexpr (std::is_same_v<K, k::reduce_scatter> || std::is_same_v<K, k::all_to_all> ||
+                std::is_same_v<K, k::scatter>)
     return static_cast<collcomm::index_t>(n) * count;
-  else return count;
+  else
+    return count;
 }
 template <class K>
 constexpr collcomm::index_t out_size(int n, collcomm::index_t count) {
   namespace k = collcomm::kind;
   if constexpr (std::is_same_v<K, k::all_gather> || std::is_same_v<K, k::all_to_all> || std::is_same_v<K, k::gather>)
     return static_cast<collcomm::index_t>(n) * count;
-  else return count;
+  else
+    return count;
 }
 
 template <class T>
@@ -72,15 +75,24 @@ template <class K, class A, class T, class Op>
 void call(host_comm& comm, const T* send, T* recv, collcomm::index_t count, int root) {
   using namespace collcomm;
   const int n = comm.size(), r = comm.rank();
-  if constexpr (std::is_same_v<K, kind::all_reduce>) all_reduce<A>(comm, send, recv, count, Op{});
-  else if constexpr (std::is_same_v<K, kind::reduce_scatter>) reduce_scatter<A>(comm, send, recv, count, Op{});
-  else if constexpr (std::is_same_v<K, kind::all_gather>) all_gather<A>(comm, send, recv, count);
-  else if constexpr (std::is_same_v<K, kind::broadcast>) broadcast<A>(comm, send, recv, count, root);
-  else if constexpr (std::is_same_v<K, kind::reduce>) reduce<A>(comm, send, recv, count, Op{}, root);
-  else if constexpr (std::is_same_v<K, kind::all_to_all>) all_to_all<A>(comm, send, recv, count);
-  else if constexpr (std::is_same_v<K, kind::gather>) gather<A>(comm, send, recv, count, root);
-  else if constexpr (std::is_same_v<K, kind::scatter>) scatter<A>(comm, send, recv, count, root);
-  else send_recv<A>(comm, send, recv, count, (r + 1) % n, (r + n - 1) % n);
+  if constexpr (std::is_same_v<K, kind::all_reduce>)
+    all_reduce<A>(comm, send, recv, count, Op{});
+  else if constexpr (std::is_same_v<K, kind::reduce_scatter>)
+    reduce_scatter<A>(comm, send, recv, count, Op{});
+  else if constexpr (std::is_same_v<K, kind::all_gather>)
+    all_gather<A>(comm, send, recv, count);
+  else if constexpr (std::is_same_v<K, kind::broadcast>)
+    broadcast<A>(comm, send, recv, count, root);
+  else if constexpr (std::is_same_v<K, kind::reduce>)
+    reduce<A>(comm, send, recv, count, Op{}, root);
+  else if constexpr (std::is_same_v<K, kind::all_to_all>)
+    all_to_all<A>(comm, send, recv, count);
+  else if constexpr (std::is_same_v<K, kind::gather>)
+    gather<A>(comm, send, recv, count, root);
+  else if constexpr (std::is_same_v<K, kind::scatter>)
+    scatter<A>(comm, send, recv, count, root);
+  else
+    send_recv<A>(comm, send, recv, count, (r + 1) % n, (r + n - 1) % n);
 }
 
 // One composition on this rank: every count, in and out of place. Returns the wrong elements seen
@@ -101,10 +113,12 @@ long run_composition(host_comm& comm, std::uint64_t seed, std::size_t slot_bytes
       case_config c{n, count, call_index % n, in_place};
       std::vector<std::vector<T>> x(static_cast<std::size_t>(n));
       for (int s = 0; s < n; ++s) {
-        std::mt19937_64 g(seed ^ (static_cast<std::uint64_t>(call_index) * 0x9e3779b97f4a7c15ull) ^ (static_cast<std::uint64_t>(s) << 48));
+        std::mt19937_64 g(seed ^ (static_cast<std::uint64_t>(call_index) * 0x9e3779b97f4a7c15ull) ^
+                          (static_cast<std::uint64_t>(s) << 48));
         x[static_cast<std::size_t>(s)].resize(in_size<K>(n, count));
         auto& xs = x[static_cast<std::size_t>(s)];
-        for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = random_value<T, Op>(g, n, s, static_cast<collcomm::index_t>(i));
+        for (std::size_t i = 0; i < xs.size(); ++i)
+          xs[i] = random_value<T, Op>(g, n, s, static_cast<collcomm::index_t>(i));
       }
       const auto expect = reference<K, T, Op>(x, c, Op{});
       const index_t is = in_size<K>(n, count), os = out_size<K>(n, count);
@@ -132,7 +146,9 @@ long run_composition(host_comm& comm, std::uint64_t seed, std::size_t slot_bytes
         if constexpr (std::is_same_v<K, kind::gather>) send_at = static_cast<index_t>(c.root) * count;
         if constexpr (std::is_same_v<K, kind::scatter>) recv_at = static_cast<index_t>(c.root) * count;
         const bool has_input = !(std::is_same_v<K, kind::broadcast> && r != c.root);
-        if (has_input) std::copy(x[static_cast<std::size_t>(r)].begin(), x[static_cast<std::size_t>(r)].end(), a.begin() + static_cast<std::ptrdiff_t>(send_at));
+        if (has_input)
+          std::copy(x[static_cast<std::size_t>(r)].begin(), x[static_cast<std::size_t>(r)].end(),
+                    a.begin() + static_cast<std::ptrdiff_t>(send_at));
         send = a.data() + send_at;
         recv = a.data() + recv_at;
       }
@@ -143,7 +159,8 @@ long run_composition(host_comm& comm, std::uint64_t seed, std::size_t slot_bytes
       const index_t got_size = want ? want->size() : 0;
       auto bad = [&](const char* what, index_t i, const T& g, const T* w) {
         if (++wrong <= 3)
-          child_fail(rep, r, 1, "%s<%s> %s op=%s n=%d count=%zu root=%d %s: %s element %zu: got %s, want %s (seed %llu)", K::name,
+          child_fail(rep, r, 1,
+                     "%s<%s> %s op=%s n=%d count=%zu root=%d %s: %s element %zu: got %s, want %s (seed %llu)", K::name,
                      A::name, element_name<T>, Op::name, n, static_cast<std::size_t>(count), c.root,
                      in_place ? "in place" : "out of place", what, static_cast<std::size_t>(i), show(g).c_str(),
                      w ? show(*w).c_str() : "poison", static_cast<unsigned long long>(matrix_seed()));
@@ -154,7 +171,8 @@ long run_composition(host_comm& comm, std::uint64_t seed, std::size_t slot_bytes
         // No output on this rank: all of recv stays poisoned; else the guard after it.
         for (index_t i = got_size; i < os + guard; ++i)
           if (!is_poison(b[i])) bad(want ? "guard" : "non-significant output", i, b[i], nullptr);
-        if (!std::equal(a.begin(), a.end(), x[static_cast<std::size_t>(r)].begin(), [](const T& p, const T& q) { return same_bits(p, q); }))
+        if (!std::equal(a.begin(), a.end(), x[static_cast<std::size_t>(r)].begin(),
+                        [](const T& p, const T& q) { return same_bits(p, q); }))
           bad("input (changed by an out-of-place call)", 0, a.empty() ? T{} : a[0], nullptr);
       } else {
         const index_t big = std::max(is, os);
@@ -169,7 +187,8 @@ long run_composition(host_comm& comm, std::uint64_t seed, std::size_t slot_bytes
 // The compositions of `Elements` x `Ops` (reducing kinds) or `Elements` (the others), every
 // algorithm with a schedule for the kind, for kinds selected by Pick.
 template <class Pick, class Elements, class Ops>
-int run_matrix(host_comm& comm, std::uint64_t seed, std::size_t slot_bytes, rank_report& rep, long& calls, long& compositions) {
+int run_matrix(host_comm& comm, std::uint64_t seed, std::size_t slot_bytes, rank_report& rep, long& calls,
+               long& compositions) {
   long wrong = 0;
   for_each_schedule([&]<class K, class A>(std::type_identity<K>, std::type_identity<A>) {
     if constexpr (Pick::template value<K>) {
@@ -178,12 +197,16 @@ int run_matrix(host_comm& comm, std::uint64_t seed, std::size_t slot_bytes, rank
           for_each_type(Ops{}, [&]<class Op>(std::type_identity<Op>) {
             if constexpr (collcomm::valid_composition<K, A, collcomm::transport::host_shm, Op, T>) {
               ++compositions;
-              wrong += run_composition<K, A, T, Op>(comm, seed ^ std::hash<std::string>{}(std::string(K::name) + A::name + element_name<T>), slot_bytes, rep, calls);
+              wrong += run_composition<K, A, T, Op>(
+                  comm, seed ^ std::hash<std::string>{}(std::string(K::name) + A::name + element_name<T>), slot_bytes,
+                  rep, calls);
             }
           });
         } else if constexpr (collcomm::valid_composition<K, A, collcomm::transport::host_shm, collcomm::op::none, T>) {
           ++compositions;
-          wrong += run_composition<K, A, T, collcomm::op::none>(comm, seed ^ std::hash<std::string>{}(std::string(K::name) + A::name + element_name<T>), slot_bytes, rep, calls);
+          wrong += run_composition<K, A, T, collcomm::op::none>(
+              comm, seed ^ std::hash<std::string>{}(std::string(K::name) + A::name + element_name<T>), slot_bytes, rep,
+              calls);
         }
       });
     }
@@ -200,26 +223,31 @@ void run_jobs(std::initializer_list<int> sizes) {
     const option_set os = option_sets[which++ % 3];
     reports rep(n);
     const auto t0 = std::chrono::steady_clock::now();
-    auto j = run_job(n, [&](bs::tcp& boot, rank_report& me) {
-      collcomm::host::options opt;
-      opt.channels = os.channels;
-      opt.slot_bytes = os.slot_bytes;
-      opt.slots = os.slots;
-      opt.timeout = 20s;
-      opt.window_bytes = std::size_t{1} << 20;
-      host_comm comm(boot, opt);
-      long calls = 0, compositions = 0;
-      const int code = run_matrix<Pick, Elements, Ops>(comm, seed + static_cast<std::uint64_t>(n), os.slot_bytes, me, calls, compositions);
-      if (comm.rank() == 0)
-        std::printf("n = %d (channels %d, slot_bytes %zu, slots %d): %ld compositions, %ld calls per rank\n", n, os.channels,
-                    os.slot_bytes, os.slots, compositions, calls);
-      return code;
-    }, rep, 100s);
+    auto j = run_job(
+        n,
+        [&](bs::tcp& boot, rank_report& me) {
+          collcomm::host::options opt;
+          opt.channels = os.channels;
+          opt.slot_bytes = os.slot_bytes;
+          opt.slots = os.slots;
+          opt.timeout = 20s;
+          opt.window_bytes = std::size_t{1} << 20;
+          host_comm comm(boot, opt);
+          long calls = 0, compositions = 0;
+          const int code = run_matrix<Pick, Elements, Ops>(comm, seed + static_cast<std::uint64_t>(n), os.slot_bytes,
+                                                           me, calls, compositions);
+          if (comm.rank() == 0)
+            std::printf("n = %d (channels %d, slot_bytes %zu, slots %d): %ld compositions, %ld calls per rank\n", n,
+                        os.channels, os.slot_bytes, os.slots, compositions, calls);
+          return code;
+        },
+        rep, 100s);
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     MESSAGE("n = " << n << ": " << secs << " s");
     for (int r = 0; r < n; ++r)
-      CHECK_MESSAGE(j.codes[static_cast<std::size_t>(r)] == 0, "n = " << n << ", rank " << r << " exit " << j.codes[static_cast<std::size_t>(r)]
-                                                                       << ": " << rep[r].msg << " (seed " << seed << ")");
+      CHECK_MESSAGE(j.codes[static_cast<std::size_t>(r)] == 0, "n = " << n << ", rank " << r << " exit "
+                                                                      << j.codes[static_cast<std::size_t>(r)] << ": "
+                                                                      << rep[r].msg << " (seed " << seed << ")");
   }
 }
 

@@ -19,12 +19,12 @@ namespace collcomm_symbolic {
 
 struct bytes_expectation {
   bool known = false;
-  std::string formula;        // for messages and the report
-  double max_sent = -1;       // bound on the max over ranks of FIFO elements sent (-1: unchecked)
-  double mean_sent = -1;      // exact mean over ranks (-1: unchecked)
-  double max_peer = -1;       // bound on the max over ranks of elements read from peers
-  double mean_peer = -1;      // exact mean over ranks
-  double slack = 0;           // allowed over max_sent / max_peer
+  std::string formula;    // for messages and the report
+  double max_sent = -1;   // bound on the max over ranks of FIFO elements sent (-1: unchecked)
+  double mean_sent = -1;  // exact mean over ranks (-1: unchecked)
+  double max_peer = -1;   // bound on the max over ranks of elements read from peers
+  double mean_peer = -1;  // exact mean over ranks
+  double slack = 0;       // allowed over max_sent / max_peer
 };
 
 inline int log2_floor(int n) {
@@ -85,8 +85,10 @@ inline bytes_expectation expected_bytes(std::string_view algo, std::string_view 
   } else if (algo == "pairwise") {
     if (kind == "all_to_all") set("(N-1)*count per rank", (n - 1) * cnt, (n - 1) * cnt, 0, 0, 0);
   } else if (algo == "linear") {
-    if (kind == "gather") set("count per non-root rank, 0 at the root", n > 1 ? cnt : 0, (n - 1) / n * cnt, 0, 0, 0);
-    else if (kind == "scatter") set("(N-1)*count at the root, 0 elsewhere", (n - 1) * cnt, (n - 1) / n * cnt, 0, 0, 0);
+    if (kind == "gather")
+      set("count per non-root rank, 0 at the root", n > 1 ? cnt : 0, (n - 1) / n * cnt, 0, 0, 0);
+    else if (kind == "scatter")
+      set("(N-1)*count at the root, 0 elsewhere", (n - 1) * cnt, (n - 1) / n * cnt, 0, 0, 0);
   } else if (algo == "p2p") {
     if (kind == "send_recv") set("count per sending rank", cnt, -1, 0, 0, 0);
   }

@@ -68,8 +68,8 @@ template <class K, class A, class F>
 void for_each_config(int n_lo, int n_hi, F&& f) {
   for (int n = n_lo; n <= n_hi; ++n) {
     const index_t large = large_count<K, A>(n);
-    std::vector<index_t> counts = {0, 1, static_cast<index_t>(n - 1), static_cast<index_t>(n),
-                                   static_cast<index_t>(n + 1), 97, large};
+    std::vector<index_t> counts = {
+        0, 1, static_cast<index_t>(n - 1), static_cast<index_t>(n), static_cast<index_t>(n + 1), 97, large};
     std::sort(counts.begin(), counts.end());
     counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
     int ci = 0;
@@ -97,12 +97,17 @@ void for_each_config(int n_lo, int n_hi, F&& f) {
             c.count = count;
             c.channels = ch;
             c.in_place = place == 1;
-            if constexpr (std::is_same_v<K, collcomm::kind::send_recv>) send_recv_pattern(c, root);
-            else c.root = root;
+            if constexpr (std::is_same_v<K, collcomm::kind::send_recv>)
+              send_recv_pattern(c, root);
+            else
+              c.root = root;
             c.slots = variant % 3 == 0 ? 1 : 2;
             c.atomic_ops = variant % 4 == 1 && c.slots >= 2;
             c.slot_elems = variant % 2 ? 8 : 5;
-            if (variant % 5 == 0) { c.slot_elems = 8; c.align_elems = 4; }
+            if (variant % 5 == 0) {
+              c.slot_elems = 8;
+              c.align_elems = 4;
+            }
             f(c);
           }
     }

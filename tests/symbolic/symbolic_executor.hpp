@@ -55,13 +55,13 @@ using collcomm::peers;
 struct config {
   int nranks = 1;
   index_t count = 0;
-  int root = 0;                 // rooted kinds
+  int root = 0;  // rooted kinds
   int channels = 1;
-  bool in_place = false;        // kinds with an in-place form (kinds.hpp); ignored by the others
-  index_t slot_elems = 8;       // what the recorder's slot_elems() answers
-  index_t align_elems = 1;      // what the recorder's align_elems() answers
-  int slots = 2;                // FIFO depth of every connection, in messages
-  bool atomic_ops = false;      // see the progress model above
+  bool in_place = false;    // kinds with an in-place form (kinds.hpp); ignored by the others
+  index_t slot_elems = 8;   // what the recorder's slot_elems() answers
+  index_t align_elems = 1;  // what the recorder's align_elems() answers
+  int slots = 2;            // FIFO depth of every connection, in messages
+  bool atomic_ops = false;  // see the progress model above
   // send_recv: per rank, where its input goes and where its output comes from (no_peer: none).
   // Empty: the ring pattern send_peer = r+1, recv_peer = r-1.
   std::vector<int> send_peer, recv_peer;
@@ -72,8 +72,16 @@ struct report {
   std::string message;                   // the first error found, with where it happened
   std::vector<index_t> bytes_sent;       // per rank: FIFO elements sent (one per destination)
   std::vector<index_t> peer_bytes_read;  // per rank: elements loaded from peers (direct family)
-  index_t max_sent() const { index_t m = 0; for (auto b : bytes_sent) m = b > m ? b : m; return m; }
-  index_t max_peer_read() const { index_t m = 0; for (auto b : peer_bytes_read) m = b > m ? b : m; return m; }
+  index_t max_sent() const {
+    index_t m = 0;
+    for (auto b : bytes_sent) m = b > m ? b : m;
+    return m;
+  }
+  index_t max_peer_read() const {
+    index_t m = 0;
+    for (auto b : peer_bytes_read) m = b > m ? b : m;
+    return m;
+  }
   double mean_sent() const { return mean(bytes_sent); }
   double mean_peer_read() const { return mean(peer_bytes_read); }
 
@@ -88,23 +96,43 @@ struct report {
 // ---- the trace: one record per primitive call ----------------------------------------------
 
 enum class opcode : std::uint8_t {
-  send, recv, recv_reduce_send, recv_reduce_copy, recv_reduce_copy_send, recv_copy_send, copy_send, copy,
-  barrier, direct_reduce_copy, direct_copy
+  send,
+  recv,
+  recv_reduce_send,
+  recv_reduce_copy,
+  recv_reduce_copy_send,
+  recv_copy_send,
+  copy_send,
+  copy,
+  barrier,
+  direct_reduce_copy,
+  direct_copy
 };
 
 inline const char* opcode_name(opcode c) {
   switch (c) {
-    case opcode::send: return "send";
-    case opcode::recv: return "recv";
-    case opcode::recv_reduce_send: return "recv_reduce_send";
-    case opcode::recv_reduce_copy: return "recv_reduce_copy";
-    case opcode::recv_reduce_copy_send: return "recv_reduce_copy_send";
-    case opcode::recv_copy_send: return "recv_copy_send";
-    case opcode::copy_send: return "copy_send";
-    case opcode::copy: return "copy";
-    case opcode::barrier: return "barrier";
-    case opcode::direct_reduce_copy: return "direct_reduce_copy";
-    case opcode::direct_copy: return "direct_copy";
+    case opcode::send:
+      return "send";
+    case opcode::recv:
+      return "recv";
+    case opcode::recv_reduce_send:
+      return "recv_reduce_send";
+    case opcode::recv_reduce_copy:
+      return "recv_reduce_copy";
+    case opcode::recv_reduce_copy_send:
+      return "recv_reduce_copy_send";
+    case opcode::recv_copy_send:
+      return "recv_copy_send";
+    case opcode::copy_send:
+      return "copy_send";
+    case opcode::copy:
+      return "copy";
+    case opcode::barrier:
+      return "barrier";
+    case opcode::direct_reduce_copy:
+      return "direct_reduce_copy";
+    case opcode::direct_copy:
+      return "direct_copy";
   }
   return "?";
 }
@@ -113,7 +141,7 @@ struct op {
   opcode code{};
   bool fin = false;
   bool has_src = false, has_dst = false;
-  peers from, to;       // FIFO receives and sends
+  peers from, to;  // FIFO receives and sends
   buf_ref src{}, dst{};
   index_t n = 0;
   int direct_peer = no_peer;  // direct_copy's `from`
@@ -144,9 +172,7 @@ class recorder {
   void copy_send(buf_ref src, buf_ref dst, peers to, index_t n, bool fin = false) {
     fifo(opcode::copy_send, {}, to, &src, &dst, n, fin);
   }
-  void copy(buf_ref src, buf_ref dst, index_t n, bool fin = false) {
-    fifo(opcode::copy, {}, {}, &src, &dst, n, fin);
-  }
+  void copy(buf_ref src, buf_ref dst, index_t n, bool fin = false) { fifo(opcode::copy, {}, {}, &src, &dst, n, fin); }
   void barrier() {
     op o;
     o.code = opcode::barrier;
@@ -182,8 +208,14 @@ class recorder {
     o.code = c;
     o.from = from;
     o.to = to;
-    if (src) { o.has_src = true; o.src = *src; }
-    if (dst) { o.has_dst = true; o.dst = *dst; }
+    if (src) {
+      o.has_src = true;
+      o.src = *src;
+    }
+    if (dst) {
+      o.has_dst = true;
+      o.dst = *dst;
+    }
     o.n = n;
     o.fin = fin;
     trace_.push_back(o);
@@ -217,7 +249,10 @@ inline std::string mask_string(std::uint64_t m, int nranks) {
   std::string s = "ranks {";
   bool first = true;
   for (int i = 0; i < 64;) {
-    if (!(m >> i & 1)) { ++i; continue; }
+    if (!(m >> i & 1)) {
+      ++i;
+      continue;
+    }
     int j = i;
     while (j + 1 < 64 && (m >> (j + 1) & 1)) ++j;
     if (!first) s += ",";
@@ -255,8 +290,10 @@ constexpr bool has_in_place() {
 // API then refuses in-place calls); the sweep checks them out of place only.
 template <class A>
 constexpr bool in_place_safe() {
-  if constexpr (requires { A::in_place_safe; }) return static_cast<bool>(A::in_place_safe);
-  else return true;
+  if constexpr (requires { A::in_place_safe; })
+    return static_cast<bool>(A::in_place_safe);
+  else
+    return true;
 }
 
 // Where a rank's input and output live in its storage.
@@ -292,7 +329,10 @@ inline std::string op_string(const op& o) {
   std::string s = opcode_name(o.code);
   s += "(";
   bool first = true;
-  auto add = [&](const std::string& x) { s += (first ? "" : ", ") + x; first = false; };
+  auto add = [&](const std::string& x) {
+    s += (first ? "" : ", ") + x;
+    first = false;
+  };
   if (o.code == opcode::direct_copy) add("from " + std::to_string(o.direct_peer));
   if (!o.from.empty()) add("from " + peers_string(o.from));
   if (o.has_src) add("src " + ref_string(o.src, o.n));
@@ -404,7 +444,8 @@ class simulator {
   void count_bytes(int r, const std::vector<op>& t, report& rep) const {
     for (const op& o : t) {
       rep.bytes_sent[static_cast<size_t>(r)] += o.n * static_cast<index_t>(o.to.size);
-      if (o.code == opcode::direct_reduce_copy) rep.peer_bytes_read[static_cast<size_t>(r)] += o.n * static_cast<index_t>(n_ - 1);
+      if (o.code == opcode::direct_reduce_copy)
+        rep.peer_bytes_read[static_cast<size_t>(r)] += o.n * static_cast<index_t>(n_ - 1);
       if (o.code == opcode::direct_copy && o.direct_peer != r) rep.peer_bytes_read[static_cast<size_t>(r)] += o.n;
     }
   }
@@ -441,7 +482,10 @@ class simulator {
     const message& front() const { return items[head]; }
     void push_back(message m) { items.push_back(std::move(m)); }
     void pop_front() {
-      if (++head == items.size()) { items.clear(); head = 0; }
+      if (++head == items.size()) {
+        items.clear();
+        head = 0;
+      }
     }
   };
   struct conn {
@@ -449,7 +493,7 @@ class simulator {
   };
   struct progress {
     size_t pc = 0;
-    bool received = false;   // the current op took its receives (phase 1: waits to send)
+    bool received = false;  // the current op took its receives (phase 1: waits to send)
     bool at_barrier = false;
     std::vector<sym> value;  // the current op's value between its phases
     int last_peer_read_epoch = -1;
@@ -469,7 +513,10 @@ class simulator {
       if (waiting == n_) {
         if (!deferred_.empty()) fail(deferred_);
         if (++epoch_ > 32000) fail("more than 32000 barriers on one channel (the executor's epoch counter is 16 bits)");
-        for (auto& p : prog_) { p.at_barrier = false; ++p.pc; }
+        for (auto& p : prog_) {
+          p.at_barrier = false;
+          ++p.pc;
+        }
         moved = true;
       }
       if (!moved) break;
@@ -522,8 +569,7 @@ class simulator {
       if (o.code == opcode::barrier) {
         s += " waits for every rank at barrier (epoch " + std::to_string(epoch_) + "); not there:";
         for (int q = 0; q < n_; ++q)
-          if (!prog_[static_cast<size_t>(q)].at_barrier)
-            s += " " + std::to_string(q) + (done(q) ? "(finished)" : "");
+          if (!prog_[static_cast<size_t>(q)].at_barrier) s += " " + std::to_string(q) + (done(q) ? "(finished)" : "");
         continue;
       }
       if (!p.received) {
@@ -550,7 +596,8 @@ class simulator {
     if (p.pc >= t.size() || p.at_barrier) return false;
     const op& o = t[p.pc];
     if (o.code == opcode::barrier) {
-      if (!A::needs_direct) fail(at(r) + ": barrier is a direct primitive, but the algorithm says needs_direct = false");
+      if (!A::needs_direct)
+        fail(at(r) + ": barrier is a direct primitive, but the algorithm says needs_direct = false");
       p.at_barrier = true;
       return false;
     }
@@ -558,16 +605,17 @@ class simulator {
       check_peers(r, o);
       if (op_is_direct(o.code)) {
         if (!A::needs_direct)
-          fail(at(r) + ": a direct primitive, but the algorithm says needs_direct = false (it would run over "
-                       "FIFO-only transports)");
+          fail(at(r) +
+               ": a direct primitive, but the algorithm says needs_direct = false (it would run over "
+               "FIFO-only transports)");
         direct(r, o);
         ++p.pc;
         return true;
       }
       // The slot limit binds messages; a local copy moves any n (ring's N = 1 copies whole ranges).
       if (o.n > c_.slot_elems && (!o.from.empty() || !o.to.empty()))
-        fail(at(r) + ": moves " + std::to_string(o.n) + " elements, more than slot_elems() = " +
-             std::to_string(c_.slot_elems));
+        fail(at(r) + ": moves " + std::to_string(o.n) +
+             " elements, more than slot_elems() = " + std::to_string(c_.slot_elems));
       for (int f : o.from)
         if (conns_[idx(f, r)].q.empty()) return false;
       if (c_.atomic_ops)
@@ -616,8 +664,11 @@ class simulator {
         fail(at(r) + ": receives a message of " + std::to_string(m.vals.size()) + " elements from rank " +
              std::to_string(f) + " (its op #" + std::to_string(m.sender_op) + " " +
              op_string(trace(f)[static_cast<size_t>(m.sender_op)]) + "), expected " + std::to_string(o.n));
-      if (!have) { v = std::move(m.vals); have = true; }
-      else for (index_t i = 0; i < o.n; ++i) v[i] = combine(r, o, v[i], m.vals[i], i);
+      if (!have) {
+        v = std::move(m.vals);
+        have = true;
+      } else
+        for (index_t i = 0; i < o.n; ++i) v[i] = combine(r, o, v[i], m.vals[i], i);
     }
     if (o.has_src) {
       if (!have) v.resize(o.n);
@@ -626,14 +677,15 @@ class simulator {
         v[i] = have ? combine(r, o, v[i], l, i) : l;
       }
     }
-    if (o.fin) for (auto& x : v) finalize(r, o, x);
-    if (o.has_dst) for (index_t i = 0; i < o.n; ++i) store(r, rs, o.dst, i, v[i], o);
+    if (o.fin)
+      for (auto& x : v) finalize(r, o, x);
+    if (o.has_dst)
+      for (index_t i = 0; i < o.n; ++i) store(r, rs, o.dst, i, v[i], o);
     p.value = std::move(v);
   }
 
   sym combine(int r, const op& o, const sym& a, const sym& b, index_t i) const {
-    if (!K::reduces)
-      fail(at(r) + ": " + K::name + " does not reduce, but this op combines two values");
+    if (!K::reduces) fail(at(r) + ": " + K::name + " does not reduce, but this op combines two values");
     if (!a.valid || !b.valid) {
       if (!deferred_.empty()) return sym{};
       fail(at(r) + ": element " + std::to_string(i) + " combines a poison value");
@@ -715,8 +767,9 @@ class simulator {
         fail(at(r) + ": reads " + el() + " after it was overwritten with " + sym_string(v, n_) +
              " (in-place: input and output share storage; read input before overwriting it)");
     } else if (v.raw && K::reduces) {
-      fail(at(r) + ": loads " + el() + " through `output` while it still holds the original input (in-place): the "
-                   "op's pre would be skipped; load it through `input`");
+      fail(at(r) + ": loads " + el() +
+           " through `output` while it still holds the original input (in-place): the "
+           "op's pre would be skipped; load it through `input`");
     }
     v.raw = false;
     return v;
@@ -753,7 +806,8 @@ class simulator {
           v[i] = q == 0 ? l : combine(r, o, v[i], l, i);
         }
       }
-      if (o.fin) for (auto& x : v) finalize(r, o, x);
+      if (o.fin)
+        for (auto& x : v) finalize(r, o, x);
     }
     for (index_t i = 0; i < o.n; ++i) store(r, rs, o.dst, i, v[i], o);
   }
@@ -772,19 +826,28 @@ class simulator {
         want.valid = true;
         const index_t blk = cnt ? k / cnt : 0, i = cnt ? k % cnt : 0;
         if constexpr (is_kind<K, collcomm::kind::all_reduce> || is_kind<K, collcomm::kind::reduce>) {
-          want.mask = full; want.idx = static_cast<std::uint32_t>(k); want.fin = true;
+          want.mask = full;
+          want.idx = static_cast<std::uint32_t>(k);
+          want.fin = true;
         } else if constexpr (is_kind<K, collcomm::kind::reduce_scatter>) {
-          want.mask = full; want.idx = static_cast<std::uint32_t>(static_cast<index_t>(r) * cnt + k); want.fin = true;
+          want.mask = full;
+          want.idx = static_cast<std::uint32_t>(static_cast<index_t>(r) * cnt + k);
+          want.fin = true;
         } else if constexpr (is_kind<K, collcomm::kind::all_gather> || is_kind<K, collcomm::kind::gather>) {
-          want.mask = 1ull << blk; want.idx = static_cast<std::uint32_t>(i);
+          want.mask = 1ull << blk;
+          want.idx = static_cast<std::uint32_t>(i);
         } else if constexpr (is_kind<K, collcomm::kind::broadcast>) {
-          want.mask = 1ull << a.root; want.idx = static_cast<std::uint32_t>(k);
+          want.mask = 1ull << a.root;
+          want.idx = static_cast<std::uint32_t>(k);
         } else if constexpr (is_kind<K, collcomm::kind::all_to_all>) {
-          want.mask = 1ull << blk; want.idx = static_cast<std::uint32_t>(static_cast<index_t>(r) * cnt + i);
+          want.mask = 1ull << blk;
+          want.idx = static_cast<std::uint32_t>(static_cast<index_t>(r) * cnt + i);
         } else if constexpr (is_kind<K, collcomm::kind::scatter>) {
-          want.mask = 1ull << a.root; want.idx = static_cast<std::uint32_t>(static_cast<index_t>(r) * cnt + k);
+          want.mask = 1ull << a.root;
+          want.idx = static_cast<std::uint32_t>(static_cast<index_t>(r) * cnt + k);
         } else if constexpr (is_kind<K, collcomm::kind::send_recv>) {
-          want.mask = 1ull << a.recv_peer; want.idx = static_cast<std::uint32_t>(k);
+          want.mask = 1ull << a.recv_peer;
+          want.idx = static_cast<std::uint32_t>(k);
         }
         const sym& got = rs.storage[rs.output.base + k].v;
         if (!got.valid || got.mask != want.mask || got.idx != want.idx || got.fin != want.fin ||

@@ -17,8 +17,8 @@
 using namespace collcomm_symbolic;
 
 int main() {
-  std::printf("%-20s %-15s %4s %9s %9s %9s %9s  %s\n", "algorithm", "kind", "N", "max_sent", "mean_sent",
-              "max_peer", "mean_peer", "model");
+  std::printf("%-20s %-15s %4s %9s %9s %9s %9s  %s\n", "algorithm", "kind", "N", "max_sent", "mean_sent", "max_peer",
+              "mean_peer", "model");
   collcomm_test::for_each_schedule([&]<class K, class A>(std::type_identity<K>, std::type_identity<A>) {
     for (int n : {2, 3, 4, 8, 16, 64}) {
       config c;

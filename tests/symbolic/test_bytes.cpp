@@ -33,7 +33,10 @@ void bytes_kind() {
               c.root = n / 2;
               if constexpr (std::is_same_v<K, collcomm::kind::send_recv>) send_recv_pattern(c, 1);
               const bytes_expectation e = expected_bytes(A::name, K::name, c);
-              if (!e.known) { known = false; break; }
+              if (!e.known) {
+                known = false;
+                break;
+              }
               const report r = measure<K, A>(c);
               ++checked;
               const std::string why = r.ok ? check_bytes(e, r) : r.message;

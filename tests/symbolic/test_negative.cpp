@@ -19,12 +19,12 @@ using collcomm::out;
 
 bool has(const report& r, const std::string& what) { return r.message.find(what) != std::string::npos; }
 
-#define EXPECT_REPORTED(rep, what)                \
-  do {                                            \
-    const report& r_ = (rep);                     \
-    INFO("message: ", r_.message);                \
-    CHECK_FALSE(r_.ok);                           \
-    CHECK(has(r_, what));                         \
+#define EXPECT_REPORTED(rep, what)                   \
+  do {                                               \
+    const report& r_ = (rep);                        \
+    INFO("message: ", r_.message);                   \
+    CHECK_FALSE(r_.ok);                              \
+    CHECK(has(r_, what));                            \
     MESSAGE("reported as expected: " << r_.message); \
   } while (0)
 
@@ -58,9 +58,12 @@ struct forgets_send {
   template <class P>
   static void run(kind::broadcast, P& p, const coll_args& a) {
     const int n = a.nranks, r = a.rank;
-    if (r == 0) p.copy(in(0), out(0), a.count);
-    else if (r < n - 1) p.recv_copy_send(r - 1, out(0), r + 1, a.count);
-    else p.recv(r - 1, out(0), a.count);
+    if (r == 0)
+      p.copy(in(0), out(0), a.count);
+    else if (r < n - 1)
+      p.recv_copy_send(r - 1, out(0), r + 1, a.count);
+    else
+      p.recv(r - 1, out(0), a.count);
   }
 };
 
@@ -89,17 +92,23 @@ struct two_rank_all_reduce {
     const int peer = 1 - a.rank;
     if (a.rank == 0) {
       p.send(peer, in(0), n);
-      if (Mode == 0) p.recv_reduce_copy(peer, in(0), out(0), n, true);  // adds its own input again
-      else p.recv(peer, out(0), n);
+      if (Mode == 0)
+        p.recv_reduce_copy(peer, in(0), out(0), n, true);  // adds its own input again
+      else
+        p.recv(peer, out(0), n);
     } else {
-      if (Mode == 0) p.recv_reduce_send(peer, in(0), peer, n);
-      else if (Mode == 1) p.recv_reduce_copy_send(peer, in(1), out(0), peer, n, true);  // off by one
+      if (Mode == 0)
+        p.recv_reduce_send(peer, in(0), peer, n);
+      else if (Mode == 1)
+        p.recv_reduce_copy_send(peer, in(1), out(0), peer, n, true);  // off by one
       else if (Mode == 2) {
         p.recv(peer, out(0), n);          // a partial value...
         p.copy(out(0), out(0), n, true);  // ...finalized
         p.send(peer, out(0), n);
-      } else if (Mode == 3) p.recv_reduce_copy_send(peer, in(0), out(0), peer, n - 1, true);
-      else p.recv_reduce_copy_send(peer, in(0), out(0), peer, n, true);
+      } else if (Mode == 3)
+        p.recv_reduce_copy_send(peer, in(0), out(0), peer, n - 1, true);
+      else
+        p.recv_reduce_copy_send(peer, in(0), out(0), peer, n, true);
     }
   }
 };
@@ -123,8 +132,10 @@ struct writes_non_root_output {
   static constexpr bool needs_direct = false;
   template <class P>
   static void run(kind::reduce, P& p, const coll_args& a) {
-    if (a.rank == a.root) p.recv_reduce_copy(1 - a.rank, in(0), out(0), a.count, true);
-    else p.copy_send(in(0), out(0), 1 - a.rank, a.count);
+    if (a.rank == a.root)
+      p.recv_reduce_copy(1 - a.rank, in(0), out(0), a.count, true);
+    else
+      p.copy_send(in(0), out(0), 1 - a.rank, a.count);
   }
 };
 
@@ -134,8 +145,10 @@ struct reducing_broadcast {
   static constexpr bool needs_direct = false;
   template <class P>
   static void run(kind::broadcast, P& p, const coll_args& a) {
-    if (a.rank == a.root) p.copy_send(in(0), out(0), 1 - a.rank, a.count);
-    else p.recv_reduce_copy(1 - a.rank, out(0), out(0), a.count, false);
+    if (a.rank == a.root)
+      p.copy_send(in(0), out(0), 1 - a.rank, a.count);
+    else
+      p.recv_reduce_copy(1 - a.rank, out(0), out(0), a.count, false);
   }
 };
 
@@ -178,8 +191,10 @@ struct short_chain {
   static constexpr bool needs_direct = false;
   template <class P>
   static void run(kind::broadcast, P& p, const coll_args& a) {
-    if (a.rank == 0) p.copy_send(in(0), out(0), 1, a.count);
-    else if (a.rank == 1) p.recv(0, out(0), a.count);
+    if (a.rank == 0)
+      p.copy_send(in(0), out(0), 1, a.count);
+    else if (a.rank == 1)
+      p.recv(0, out(0), a.count);
   }
 };
 

@@ -88,7 +88,8 @@ struct peers {
   int rank[max_peers] = {no_peer, no_peer, no_peer};
 
   constexpr peers() noexcept = default;
-  COLLCOMM_HD constexpr peers(int r) noexcept : size(r == no_peer ? 0 : 1), rank{r, no_peer, no_peer} {}  // NOLINT: implicit by design
+  COLLCOMM_HD constexpr peers(int r) noexcept
+      : size(r == no_peer ? 0 : 1), rank{r, no_peer, no_peer} {}  // NOLINT: implicit by design
   COLLCOMM_HD constexpr peers(int a, int b) noexcept : peers(a) { add(b); }
   COLLCOMM_HD constexpr void add(int r) noexcept {
     if (r != no_peer && size < max_peers) rank[size++] = r;
@@ -136,14 +137,18 @@ COLLCOMM_HD constexpr range piece(range r, index_t parts, index_t j, index_t ali
 COLLCOMM_EXEC_CHECK_DISABLE
 template <class P>
 COLLCOMM_HD void entry_barrier(P& p) {
-  if constexpr (requires { p.entry_barrier(); }) p.entry_barrier();
-  else p.barrier();
+  if constexpr (requires { p.entry_barrier(); })
+    p.entry_barrier();
+  else
+    p.barrier();
 }
 COLLCOMM_EXEC_CHECK_DISABLE
 template <class P>
 COLLCOMM_HD void exit_barrier(P& p) {
-  if constexpr (requires { p.exit_barrier(); }) p.exit_barrier();
-  else p.barrier();
+  if constexpr (requires { p.exit_barrier(); })
+    p.exit_barrier();
+  else
+    p.barrier();
 }
 
 COLLCOMM_NAMESPACE_END

@@ -135,7 +135,7 @@ struct recursive_doubling {
         }
       }
     }
-    for (int x = m; x < n; ++x) {  // our blocks (r, and r + m when we host it) to each extra rank
+    for (int x = m; x < n; ++x) {       // our blocks (r, and r + m when we host it) to each extra rank
       for (int b = r; b < n; b += m) {  // b = r, then r + m (n < 2m)
         if (b == x) continue;
         for (index_t j = 0; j < pieces; ++j) {

@@ -106,10 +106,14 @@ struct ring {
     const index_t step = n == 1 ? (mine.size ? mine.size : 1) : p.slot_elems();
     for (index_t off = mine.begin; off < mine.begin + mine.size; off += step) {
       const index_t len = min_of(step, mine.begin + mine.size - off);
-      if (n == 1) p.copy(in(off), out(off), len);
-      else if (pos == 0) p.copy_send(in(off), out(off), next, len);
-      else if (pos < n - 1) p.recv_copy_send(prev, out(off), next, len);
-      else p.recv(prev, out(off), len);
+      if (n == 1)
+        p.copy(in(off), out(off), len);
+      else if (pos == 0)
+        p.copy_send(in(off), out(off), next, len);
+      else if (pos < n - 1)
+        p.recv_copy_send(prev, out(off), next, len);
+      else
+        p.recv(prev, out(off), len);
     }
   }
 
@@ -123,10 +127,14 @@ struct ring {
     const index_t step = n == 1 ? (mine.size ? mine.size : 1) : p.slot_elems();
     for (index_t off = mine.begin; off < mine.begin + mine.size; off += step) {
       const index_t len = min_of(step, mine.begin + mine.size - off);
-      if (n == 1) p.copy(in(off), out(off), len, true);
-      else if (pos == 1) p.send(next, in(off), len);
-      else if (pos != 0) p.recv_reduce_send(prev, in(off), next, len);
-      else p.recv_reduce_copy(prev, in(off), out(off), len, true);
+      if (n == 1)
+        p.copy(in(off), out(off), len, true);
+      else if (pos == 1)
+        p.send(next, in(off), len);
+      else if (pos != 0)
+        p.recv_reduce_send(prev, in(off), next, len);
+      else
+        p.recv_reduce_copy(prev, in(off), out(off), len, true);
     }
   }
 };

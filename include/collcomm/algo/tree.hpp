@@ -123,14 +123,19 @@ struct tree {
     for (index_t it = 0; it < pieces + lag; ++it) {
       if (it < pieces) {
         const range c = at(it);
-        if (root) p.recv_reduce_copy_send(l.children, in(c.begin), out(c.begin), l.children, c.size, true);
-        else if (leaf) p.send(l.parent, in(c.begin), c.size);
-        else p.recv_reduce_send(l.children, in(c.begin), l.parent, c.size);
+        if (root)
+          p.recv_reduce_copy_send(l.children, in(c.begin), out(c.begin), l.children, c.size, true);
+        else if (leaf)
+          p.send(l.parent, in(c.begin), c.size);
+        else
+          p.recv_reduce_send(l.children, in(c.begin), l.parent, c.size);
       }
       if (!root && it >= lag) {
         const range c = at(it - lag);
-        if (leaf) p.recv(l.parent, out(c.begin), c.size);
-        else p.recv_copy_send(l.parent, out(c.begin), l.children, c.size);
+        if (leaf)
+          p.recv(l.parent, out(c.begin), c.size);
+        else
+          p.recv_copy_send(l.parent, out(c.begin), l.children, c.size);
       }
     }
   }
@@ -160,9 +165,12 @@ struct tree {
     const index_t step = p.slot_elems();
     for (index_t off = mine.begin; off < mine.begin + mine.size; off += step) {
       const index_t len = min_of(step, mine.begin + mine.size - off);
-      if (l.parent == no_peer) p.copy_send(in(off), out(off), l.children, len);
-      else if (l.children.empty()) p.recv(l.parent, out(off), len);
-      else p.recv_copy_send(l.parent, out(off), l.children, len);
+      if (l.parent == no_peer)
+        p.copy_send(in(off), out(off), l.children, len);
+      else if (l.children.empty())
+        p.recv(l.parent, out(off), len);
+      else
+        p.recv_copy_send(l.parent, out(off), l.children, len);
     }
   }
 
@@ -179,9 +187,12 @@ struct tree {
     const index_t step = p.slot_elems();
     for (index_t off = mine.begin; off < mine.begin + mine.size; off += step) {
       const index_t len = min_of(step, mine.begin + mine.size - off);
-      if (l.parent == no_peer) p.recv_reduce_copy(l.children, in(off), out(off), len, true);
-      else if (l.children.empty()) p.send(l.parent, in(off), len);
-      else p.recv_reduce_send(l.children, in(off), l.parent, len);
+      if (l.parent == no_peer)
+        p.recv_reduce_copy(l.children, in(off), out(off), len, true);
+      else if (l.children.empty())
+        p.send(l.parent, in(off), len);
+      else
+        p.recv_reduce_send(l.children, in(off), l.parent, len);
     }
   }
 };

@@ -32,7 +32,8 @@ COLLCOMM_NAMESPACE_BEGIN
 namespace bootstrap {
 
 template <class B>
-concept bootstrap_like = requires(B& b, const B& cb, std::span<const std::byte> in, std::span<std::byte> out, int peer) {
+concept bootstrap_like = requires(B& b, const B& cb, std::span<const std::byte> in, std::span<std::byte> out,
+                                  int peer) {
   { cb.rank() } -> std::convertible_to<int>;
   { cb.size() } -> std::convertible_to<int>;
   b.all_gather(in, out);

@@ -27,13 +27,15 @@ struct env_config {
   std::uint16_t port = 0;
   int rank = 0;
   int size = 0;
-  int local_rank = -1;       // -1 where the launcher does not say
+  int local_rank = -1;  // -1 where the launcher does not say
   std::uint64_t token = 0;
-  std::string launcher;      // "torchrun", "openmpi", "slurm" or "explicit"
+  std::string launcher;  // "torchrun", "openmpi", "slurm" or "explicit"
 };
 
 namespace detail {
-[[noreturn]] inline void env_fail(const std::string& msg) { collcomm::detail::fail(errc::invalid_argument, "bootstrap::env", no_rank, msg); }
+[[noreturn]] inline void env_fail(const std::string& msg) {
+  collcomm::detail::fail(errc::invalid_argument, "bootstrap::env", no_rank, msg);
+}
 
 inline std::optional<std::string> getenv_str(const char* name) {
   const char* v = std::getenv(name);
@@ -48,7 +50,8 @@ inline long long parse_int(const char* name, const std::string& v, long long lo,
     if (c < '0' || c > '9') env_fail(std::string(name) + "='" + v + "' is not a non-negative integer");
     x = x * 10 + (c - '0');
   }
-  if (x < lo || x > hi) env_fail(std::string(name) + "=" + v + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  if (x < lo || x > hi)
+    env_fail(std::string(name) + "=" + v + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
   return x;
 }
 
@@ -101,7 +104,8 @@ inline env_config read_env() {
     if (!n) detail::env_fail(std::string(s.rank) + " is set but " + s.size + " is missing");
     c.size = static_cast<int>(detail::parse_int(s.size, *n, 1, 1 << 24));
     c.rank = static_cast<int>(detail::parse_int(s.rank, *r, 0, c.size - 1));
-    if (auto l = detail::getenv_str(s.local)) c.local_rank = static_cast<int>(detail::parse_int(s.local, *l, 0, c.size - 1));
+    if (auto l = detail::getenv_str(s.local))
+      c.local_rank = static_cast<int>(detail::parse_int(s.local, *l, 0, c.size - 1));
     c.launcher = s.name;
     found = true;
     break;

@@ -52,29 +52,35 @@ namespace detail {
 // What the ranks of one local group share. Every field is guarded by `m`.
 struct local_state {
   using bytes = std::vector<std::byte>;
-  struct round {                    // one collective, by sequence number
-    std::vector<bytes> in;          // (rank) contribution
-    std::vector<char> arrived;      // (rank)
+  struct round {                // one collective, by sequence number
+    std::vector<bytes> in;      // (rank) contribution
+    std::vector<char> arrived;  // (rank)
     int n_arrived = 0;
-    int n_read = 0;                 // ranks done copying the result out; the last one erases it
+    int n_read = 0;  // ranks done copying the result out; the last one erases it
   };
 
   local_state(int n, std::chrono::milliseconds t)
-      : size(n), timeout(t), claimed(std::size_t(n), 0), departed(std::size_t(n), 0), channels(std::size_t(n) * std::size_t(n)) {}
+      : size(n),
+        timeout(t),
+        claimed(std::size_t(n), 0),
+        departed(std::size_t(n), 0),
+        channels(std::size_t(n) * std::size_t(n)) {}
 
   const int size;
   const std::chrono::milliseconds timeout;
   std::mutex m;
   std::condition_variable cv;
-  std::vector<char> claimed;             // (rank) a bootstrap was constructed for it
-  std::vector<char> departed;            // (rank) its bootstrap was destroyed
-  std::map<std::uint64_t, round> rounds;  // collectives some rank entered and not every rank left
+  std::vector<char> claimed;                // (rank) a bootstrap was constructed for it
+  std::vector<char> departed;               // (rank) its bootstrap was destroyed
+  std::map<std::uint64_t, round> rounds;    // collectives some rank entered and not every rank left
   std::vector<std::deque<bytes>> channels;  // (from, to) messages sent and not yet received
   bool failed = false;
   errc fail_code = errc::internal;
   std::string fail_msg;
 
-  std::deque<bytes>& channel(int from, int to) { return channels[std::size_t(from) * std::size_t(size) + std::size_t(to)]; }
+  std::deque<bytes>& channel(int from, int to) {
+    return channels[std::size_t(from) * std::size_t(size) + std::size_t(to)];
+  }
 };
 
 inline std::string local_ranks_text(const std::vector<int>& r) {
@@ -89,8 +95,11 @@ inline std::string local_ranks_text(const std::vector<int>& r) {
 class local_group {
  public:
   explicit local_group(int nranks, std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
-    if (nranks < 1) collcomm::detail::fail(errc::invalid_argument, "bootstrap::local_group", no_rank, "nranks = " + std::to_string(nranks) + " must be >= 1");
-    if (timeout.count() <= 0) collcomm::detail::fail(errc::invalid_argument, "bootstrap::local_group", no_rank, "timeout must be positive");
+    if (nranks < 1)
+      collcomm::detail::fail(errc::invalid_argument, "bootstrap::local_group", no_rank,
+                             "nranks = " + std::to_string(nranks) + " must be >= 1");
+    if (timeout.count() <= 0)
+      collcomm::detail::fail(errc::invalid_argument, "bootstrap::local_group", no_rank, "timeout must be positive");
     state_ = std::make_shared<detail::local_state>(nranks, timeout);
   }
   int size() const noexcept { return state_->size; }
@@ -110,7 +119,8 @@ class local {
       fail(errc::invalid_argument, "rank = " + std::to_string(rank) + " out of range [0, " + std::to_string(n) + ")");
     {
       std::lock_guard g(s_->m);
-      if (s_->claimed[std::size_t(rank)]) fail(errc::invalid_usage, "rank " + std::to_string(rank) + " already joined this group");
+      if (s_->claimed[std::size_t(rank)])
+        fail(errc::invalid_usage, "rank " + std::to_string(rank) + " already joined this group");
       s_->claimed[std::size_t(rank)] = 1;
     }
     try {
@@ -122,7 +132,12 @@ class local {
     active_ = true;
   }
 
-  local(local&& o) noexcept : s_(std::move(o.s_)), rank_(o.rank_), seq_(o.seq_), active_(std::exchange(o.active_, false)), seen_failure_(o.seen_failure_) {}
+  local(local&& o) noexcept
+      : s_(std::move(o.s_)),
+        rank_(o.rank_),
+        seq_(o.seq_),
+        active_(std::exchange(o.active_, false)),
+        seen_failure_(o.seen_failure_) {}
   local& operator=(local&&) = delete;
   local(const local&) = delete;
 
@@ -137,8 +152,8 @@ class local {
   void all_gather(std::span<const std::byte> in, std::span<std::byte> out) {
     const std::size_t n = in.size(), p = std::size_t(s_->size);
     if (out.size() != n * p)
-      fail(errc::invalid_argument, "all_gather: out has " + std::to_string(out.size()) + " bytes, want size() * in.size() = " +
-                                       std::to_string(n * p));
+      fail(errc::invalid_argument, "all_gather: out has " + std::to_string(out.size()) +
+                                       " bytes, want size() * in.size() = " + std::to_string(n * p));
     if (n > wire::max_payload / p) fail(errc::invalid_argument, "all_gather: result would exceed 64 MiB");
     collective(in, out, "all_gather");
   }
@@ -147,7 +162,8 @@ class local {
 
   void send(int peer, std::span<const std::byte> bytes) {
     check_peer(peer, "send");
-    if (bytes.size() > wire::max_payload) fail(errc::invalid_argument, "send: message of " + std::to_string(bytes.size()) + " bytes exceeds 64 MiB");
+    if (bytes.size() > wire::max_payload)
+      fail(errc::invalid_argument, "send: message of " + std::to_string(bytes.size()) + " bytes exceeds 64 MiB");
     std::lock_guard g(s_->m);
     check_usable();
     // The peer can never receive it: as loud as tcp's closed connection.
@@ -168,21 +184,26 @@ class local {
     while (ch.empty()) {
       check_usable();
       if (s_->departed[std::size_t(peer)])
-        fail_group(errc::aborted, what + ": rank " + std::to_string(peer) + "'s bootstrap was destroyed before it sent");
+        fail_group(errc::aborted,
+                   what + ": rank " + std::to_string(peer) + "'s bootstrap was destroyed before it sent");
       if (s_->cv.wait_until(lk, deadline) == std::cv_status::timeout && ch.empty() && !s_->failed)
-        fail_group(errc::timeout, what + ": rank " + std::to_string(peer) + " did not send within " + std::to_string(s_->timeout.count()) + " ms");
+        fail_group(errc::timeout, what + ": rank " + std::to_string(peer) + " did not send within " +
+                                      std::to_string(s_->timeout.count()) + " ms");
     }
     auto v = std::move(ch.front());
     ch.pop_front();
     if (v.size() != bytes.size())
-      fail(errc::invalid_usage, what + ": message has " + std::to_string(v.size()) + " bytes, the receive buffer " + std::to_string(bytes.size()));
+      fail(errc::invalid_usage, what + ": message has " + std::to_string(v.size()) + " bytes, the receive buffer " +
+                                    std::to_string(bytes.size()));
     if (!v.empty()) std::memcpy(bytes.data(), v.data(), v.size());
   }
 
  private:
   using clock = std::chrono::steady_clock;
 
-  [[noreturn]] void fail(errc c, const std::string& msg) const { collcomm::detail::fail(c, "bootstrap::local", rank_, msg); }
+  [[noreturn]] void fail(errc c, const std::string& msg) const {
+    collcomm::detail::fail(c, "bootstrap::local", rank_, msg);
+  }
 
   void depart() noexcept {
     std::lock_guard g(s_->m);
@@ -192,14 +213,16 @@ class local {
 
   void check_peer(int peer, const char* what) const {
     if (peer < 0 || peer >= s_->size)
-      fail(errc::invalid_argument, std::string(what) + ": peer = " + std::to_string(peer) + " out of range [0, " + std::to_string(s_->size) + ")");
+      fail(errc::invalid_argument, std::string(what) + ": peer = " + std::to_string(peer) + " out of range [0, " +
+                                       std::to_string(s_->size) + ")");
   }
 
   // Throws if the group failed (under s_->m). The first time this rank learns of it, the error
   // keeps the failure's code; later calls are invalid_usage, as for a failed tcp bootstrap.
   void check_usable() {
     if (!s_->failed) return;
-    if (seen_failure_) fail(errc::invalid_usage, "the bootstrap already failed; it cannot be used again (" + s_->fail_msg + ")");
+    if (seen_failure_)
+      fail(errc::invalid_usage, "the bootstrap already failed; it cannot be used again (" + s_->fail_msg + ")");
     seen_failure_ = true;
     fail(s_->fail_code, s_->fail_msg);
   }
@@ -242,19 +265,23 @@ class local {
       for (int r = 0; r < n; ++r)
         if (!rd.arrived[std::size_t(r)]) (s_->departed[std::size_t(r)] ? gone : missing).push_back(r);
       if (!gone.empty())
-        fail_group(errc::aborted, what + ": " + detail::local_ranks_text(gone) + (gone.size() == 1 ? "'s bootstrap was" : "' bootstraps were") +
+        fail_group(errc::aborted, what + ": " + detail::local_ranks_text(gone) +
+                                      (gone.size() == 1 ? "'s bootstrap was" : "' bootstraps were") +
                                       " destroyed (its thread left) before it arrived");
       if (clock::now() >= deadline)
-        fail_group(errc::timeout, what + ": " + detail::local_ranks_text(missing) + " did not arrive within " + std::to_string(s_->timeout.count()) + " ms");
+        fail_group(errc::timeout, what + ": " + detail::local_ranks_text(missing) + " did not arrive within " +
+                                      std::to_string(s_->timeout.count()) + " ms");
       s_->cv.wait_until(lk, deadline);
     }
     const std::size_t bytes = rd.in[0].size();
     for (int r = 1; r < n; ++r)
       if (rd.in[std::size_t(r)].size() != bytes)
-        fail_group(errc::invalid_usage, what + ": rank " + std::to_string(r) + " gave " + std::to_string(rd.in[std::size_t(r)].size()) +
-                                            " bytes, rank 0 gave " + std::to_string(bytes));
+        fail_group(errc::invalid_usage, what + ": rank " + std::to_string(r) + " gave " +
+                                            std::to_string(rd.in[std::size_t(r)].size()) + " bytes, rank 0 gave " +
+                                            std::to_string(bytes));
     // out.size() == n * in.size() was checked by the caller, and every rank gave `bytes`.
-    for (int r = 0; r < n && bytes; ++r) std::memcpy(out.data() + std::size_t(r) * bytes, rd.in[std::size_t(r)].data(), bytes);
+    for (int r = 0; r < n && bytes; ++r)
+      std::memcpy(out.data() + std::size_t(r) * bytes, rd.in[std::size_t(r)].data(), bytes);
     if (++rd.n_read == n) s_->rounds.erase(seq);
   }
 

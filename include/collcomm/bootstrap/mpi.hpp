@@ -138,7 +138,8 @@ class mpi {
       if (!wait(req, clock::now() + timeout_)) {
         detail::mpi_bury(req, {});
         failed_ = true;
-        fail(errc::timeout, "MPI_Comm_idup did not complete within " + std::to_string(timeout_.count()) + " ms after every rank arrived");
+        fail(errc::timeout, "MPI_Comm_idup did not complete within " + std::to_string(timeout_.count()) +
+                                " ms after every rank arrived");
       }
     } catch (...) {
       for (auto& p : pending_) detail::mpi_bury(p.req, {p.buf});  // no destructor runs: keep what MPI may still read
@@ -148,8 +149,14 @@ class mpi {
   }
 
   mpi(mpi&& o) noexcept
-      : timeout_(o.timeout_), rank_(o.rank_), size_(o.size_), comm_(std::exchange(o.comm_, MPI_COMM_NULL)), seq_(o.seq_),
-        failed_(o.failed_), pending_(std::move(o.pending_)), self_q_(std::move(o.self_q_)) {}
+      : timeout_(o.timeout_),
+        rank_(o.rank_),
+        size_(o.size_),
+        comm_(std::exchange(o.comm_, MPI_COMM_NULL)),
+        seq_(o.seq_),
+        failed_(o.failed_),
+        pending_(std::move(o.pending_)),
+        self_q_(std::move(o.self_q_)) {}
   mpi& operator=(mpi&&) = delete;
   mpi(const mpi&) = delete;
 
@@ -178,8 +185,8 @@ class mpi {
   void all_gather(std::span<const std::byte> in, std::span<std::byte> out) {
     const std::size_t n = in.size(), p = std::size_t(size_);
     if (out.size() != n * p)
-      fail(errc::invalid_argument, "all_gather: out has " + std::to_string(out.size()) + " bytes, want size() * in.size() = " +
-                                       std::to_string(n * p));
+      fail(errc::invalid_argument, "all_gather: out has " + std::to_string(out.size()) +
+                                       " bytes, want size() * in.size() = " + std::to_string(n * p));
     if (n > wire::max_payload / p) fail(errc::invalid_argument, "all_gather: result would exceed 64 MiB");
     check_usable();
     progress();
@@ -189,12 +196,14 @@ class mpi {
     auto send = std::make_shared<std::vector<std::byte>>(in.begin(), in.end());
     auto recv = std::make_shared<std::vector<std::byte>>(out.size());
     MPI_Request req = MPI_REQUEST_NULL;
-    check(MPI_Iallgather(send->data(), int(n), MPI_BYTE, recv->data(), int(n), MPI_BYTE, comm_, &req), "MPI_Iallgather");
+    check(MPI_Iallgather(send->data(), int(n), MPI_BYTE, recv->data(), int(n), MPI_BYTE, comm_, &req),
+          "MPI_Iallgather");
     if (!wait(req, clock::now() + timeout_)) {
       detail::mpi_bury(req, {send, recv});
       failed_ = true;
-      fail(errc::timeout, "all_gather: the data exchange did not complete within " + std::to_string(timeout_.count()) +
-                              " ms although every rank had arrived (a rank failed or stalled inside it; MPI cannot say which)");
+      fail(errc::timeout,
+           "all_gather: the data exchange did not complete within " + std::to_string(timeout_.count()) +
+               " ms although every rank had arrived (a rank failed or stalled inside it; MPI cannot say which)");
     }
     std::memcpy(out.data(), recv->data(), out.size());
   }
@@ -207,7 +216,8 @@ class mpi {
 
   void send(int peer, std::span<const std::byte> bytes) {
     check_peer(peer, "send");
-    if (bytes.size() > wire::max_payload) fail(errc::invalid_argument, "send: message of " + std::to_string(bytes.size()) + " bytes exceeds 64 MiB");
+    if (bytes.size() > wire::max_payload)
+      fail(errc::invalid_argument, "send: message of " + std::to_string(bytes.size()) + " bytes exceeds 64 MiB");
     check_usable();
     if (peer == rank_) {
       self_q_.emplace_back(bytes.begin(), bytes.end());
@@ -242,7 +252,8 @@ class mpi {
       progress();
       if (clock::now() >= deadline) {
         failed_ = true;
-        fail(errc::timeout, what + ": rank " + std::to_string(peer) + " did not send within " + std::to_string(timeout_.count()) + " ms");
+        fail(errc::timeout, what + ": rank " + std::to_string(peer) + " did not send within " +
+                                std::to_string(timeout_.count()) + " ms");
       }
       backoff();
     }
@@ -254,7 +265,8 @@ class mpi {
     if (!wait(req, deadline)) {
       detail::mpi_bury(req, {buf});
       failed_ = true;
-      fail(errc::timeout, what + ": the message's data did not arrive within " + std::to_string(timeout_.count()) + " ms");
+      fail(errc::timeout,
+           what + ": the message's data did not arrive within " + std::to_string(timeout_.count()) + " ms");
     }
     deliver(*buf, bytes, what);
   }
@@ -266,7 +278,9 @@ class mpi {
     detail::mpi_bytes buf;
   };
 
-  [[noreturn]] void fail(errc c, const std::string& msg) const { collcomm::detail::fail(c, "bootstrap::mpi", rank_, msg); }
+  [[noreturn]] void fail(errc c, const std::string& msg) const {
+    collcomm::detail::fail(c, "bootstrap::mpi", rank_, msg);
+  }
 
   void check(int rc, const char* call) {
     if (rc == MPI_SUCCESS) return;
@@ -275,7 +289,8 @@ class mpi {
   }
   void check_peer(int peer, const char* what) const {
     if (peer < 0 || peer >= size_)
-      fail(errc::invalid_argument, std::string(what) + ": peer = " + std::to_string(peer) + " out of range [0, " + std::to_string(size_) + ")");
+      fail(errc::invalid_argument,
+           std::string(what) + ": peer = " + std::to_string(peer) + " out of range [0, " + std::to_string(size_) + ")");
   }
   void check_usable() const {
     if (failed_) fail(errc::invalid_usage, "the bootstrap already failed; it cannot be used again");
@@ -283,7 +298,8 @@ class mpi {
 
   void deliver(const std::vector<std::byte>& v, std::span<std::byte> bytes, const std::string& what) const {
     if (v.size() != bytes.size())
-      fail(errc::invalid_usage, what + ": message has " + std::to_string(v.size()) + " bytes, the receive buffer " + std::to_string(bytes.size()));
+      fail(errc::invalid_usage, what + ": message has " + std::to_string(v.size()) + " bytes, the receive buffer " +
+                                    std::to_string(bytes.size()));
     if (!v.empty()) std::memcpy(bytes.data(), v.data(), v.size());
   }
 
@@ -340,7 +356,9 @@ class mpi {
     const auto deadline = clock::now() + timeout_;
     std::vector<std::array<std::byte, 16>> got(static_cast<std::size_t>(size_));
     std::vector<MPI_Request> req(static_cast<std::size_t>(size_), MPI_REQUEST_NULL);
-    for (int r = 1; r < size_; ++r) check(MPI_Irecv(got[std::size_t(r)].data(), 16, MPI_BYTE, r, detail::mpi_tag_arrive, comm, &req[std::size_t(r)]), "MPI_Irecv");
+    for (int r = 1; r < size_; ++r)
+      check(MPI_Irecv(got[std::size_t(r)].data(), 16, MPI_BYTE, r, detail::mpi_tag_arrive, comm, &req[std::size_t(r)]),
+            "MPI_Irecv");
     std::vector<int> missing;
     detail::mpi_backoff backoff;
     while (true) {
@@ -368,19 +386,21 @@ class mpi {
       std::string ranks = missing.size() == 1 ? "rank " : "ranks ";
       for (std::size_t i = 0; i < missing.size(); ++i) ranks += (i ? ", " : "") + std::to_string(missing[i]);
       status = 1 + int(errc::timeout);
-      text = what + ": " + ranks + " did not arrive within " + std::to_string(timeout_.count()) + " ms (seen by rank 0)";
+      text =
+          what + ": " + ranks + " did not arrive within " + std::to_string(timeout_.count()) + " ms (seen by rank 0)";
     } else {
       for (int r = 1; r < size_ && status == 0; ++r) {
         const auto* a = got[std::size_t(r)].data();
         const auto rseq = wire::detail::get<std::uint64_t>(a), rbytes = wire::detail::get<std::uint64_t>(a + 8);
         if (rseq != seq) {
           status = 1 + int(errc::invalid_usage);
-          text = what + ": rank " + std::to_string(r) + " is at another bootstrap collective (number " + std::to_string(rseq) +
-                 ", rank 0 at " + std::to_string(seq) + "): the ranks called the bootstrap in different orders (seen by rank 0)";
+          text = what + ": rank " + std::to_string(r) + " is at another bootstrap collective (number " +
+                 std::to_string(rseq) + ", rank 0 at " + std::to_string(seq) +
+                 "): the ranks called the bootstrap in different orders (seen by rank 0)";
         } else if (rbytes != nbytes) {
           status = 1 + int(errc::invalid_usage);
-          text = what + ": rank " + std::to_string(r) + " gave " + std::to_string(rbytes) + " bytes, rank 0 gave " + std::to_string(nbytes) +
-                 " (seen by rank 0)";
+          text = what + ": rank " + std::to_string(r) + " gave " + std::to_string(rbytes) + " bytes, rank 0 gave " +
+                 std::to_string(nbytes) + " (seen by rank 0)";
         }
       }
     }
@@ -403,7 +423,8 @@ class mpi {
     auto verdict = std::make_shared<std::vector<std::byte>>(detail::mpi_verdict_max);
     MPI_Request req = MPI_REQUEST_NULL;
     MPI_Status st{};
-    check(MPI_Irecv(verdict->data(), int(verdict->size()), MPI_BYTE, 0, detail::mpi_tag_verdict, comm, &req), "MPI_Irecv");
+    check(MPI_Irecv(verdict->data(), int(verdict->size()), MPI_BYTE, 0, detail::mpi_tag_verdict, comm, &req),
+          "MPI_Irecv");
     detail::mpi_backoff backoff;
     while (true) {
       int done = 0;
@@ -414,7 +435,8 @@ class mpi {
         MPI_Cancel(&req);
         MPI_Wait(&req, MPI_STATUS_IGNORE);
         failed_ = true;
-        fail(errc::timeout, what + ": rank 0 did not answer within " + std::to_string(2 * timeout_.count()) + " ms (rank 0 did not arrive, or failed)");
+        fail(errc::timeout, what + ": rank 0 did not answer within " + std::to_string(2 * timeout_.count()) +
+                                " ms (rank 0 did not arrive, or failed)");
       }
       backoff();
     }

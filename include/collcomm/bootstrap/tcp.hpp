@@ -202,9 +202,11 @@ class unique_id {
   static constexpr std::size_t max_host = 100;
 
   unique_id() = default;
-  unique_id(std::string host, std::uint16_t port, std::uint64_t token) : host_(std::move(host)), port_(port), token_(token) {
+  unique_id(std::string host, std::uint16_t port, std::uint64_t token)
+      : host_(std::move(host)), port_(port), token_(token) {
     if (host_.empty() || host_.size() > max_host)
-      collcomm::detail::fail(errc::invalid_argument, "bootstrap::unique_id", no_rank, "host name empty or longer than 100 characters");
+      collcomm::detail::fail(errc::invalid_argument, "bootstrap::unique_id", no_rank,
+                             "host name empty or longer than 100 characters");
   }
 
   // Binds and listens on host:port (port 0: an ephemeral port) and draws a random token.
@@ -235,13 +237,16 @@ class unique_id {
     return b;
   }
   static unique_id from_bytes(std::span<const std::byte> b) {
-    auto bad = [](const char* why) { collcomm::detail::fail(errc::invalid_argument, "bootstrap::unique_id", no_rank, why); };
+    auto bad = [](const char* why) {
+      collcomm::detail::fail(errc::invalid_argument, "bootstrap::unique_id", no_rank, why);
+    };
     if (b.size() != size_bytes) bad("binary id is not 128 bytes");
     if (wire::detail::get<std::uint64_t>(b.data()) != id_magic) bad("binary id has the wrong magic");
     const auto n = static_cast<std::size_t>(b[18]);
     if (n == 0 || n > max_host) bad("binary id has a bad host length");
     std::string host(reinterpret_cast<const char*>(b.data() + 19), n);
-    return unique_id(host, wire::detail::get<std::uint16_t>(b.data() + 16), wire::detail::get<std::uint64_t>(b.data() + 8));
+    return unique_id(host, wire::detail::get<std::uint16_t>(b.data() + 16),
+                     wire::detail::get<std::uint64_t>(b.data() + 8));
   }
 
   std::string to_string() const {
@@ -250,7 +255,10 @@ class unique_id {
     return host_ + ":" + std::to_string(port_) + "/" + tok;
   }
   static unique_id from_string(const std::string& s) {
-    auto bad = [&] { collcomm::detail::fail(errc::invalid_argument, "bootstrap::unique_id", no_rank, "malformed id '" + s + "' (want host:port/16-hex-digit-token)"); };
+    auto bad = [&] {
+      collcomm::detail::fail(errc::invalid_argument, "bootstrap::unique_id", no_rank,
+                             "malformed id '" + s + "' (want host:port/16-hex-digit-token)");
+    };
     auto slash = s.rfind('/');
     if (slash == std::string::npos) bad();
     auto colon = s.rfind(':', slash);
@@ -265,7 +273,10 @@ class unique_id {
     if (port > 65535) bad();
     std::uint64_t tok = 0;
     for (char c : tok_s) {
-      int d = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : (c >= 'A' && c <= 'F') ? c - 'A' + 10 : -1;
+      int d = (c >= '0' && c <= '9')   ? c - '0'
+              : (c >= 'a' && c <= 'f') ? c - 'a' + 10
+              : (c >= 'A' && c <= 'F') ? c - 'A' + 10
+                                       : -1;
       if (d < 0) bad();
       tok = tok << 4 | std::uint64_t(d);
     }
@@ -289,10 +300,15 @@ inline void release_listener(const unique_id& id) {
 class tcp {
  public:
   tcp(const unique_id& id, int rank, int nranks, std::chrono::milliseconds timeout = std::chrono::seconds(30))
-      : rank_(rank), size_(nranks), timeout_(timeout), token_(id.token()), root_(id.host() + ":" + std::to_string(id.port())) {
+      : rank_(rank),
+        size_(nranks),
+        timeout_(timeout),
+        token_(id.token()),
+        root_(id.host() + ":" + std::to_string(id.port())) {
     if (nranks < 1) fail(errc::invalid_argument, "nranks = " + std::to_string(nranks) + " must be >= 1");
     if (rank < 0 || rank >= nranks)
-      fail(errc::invalid_argument, "rank = " + std::to_string(rank) + " out of range [0, " + std::to_string(nranks) + ")");
+      fail(errc::invalid_argument,
+           "rank = " + std::to_string(rank) + " out of range [0, " + std::to_string(nranks) + ")");
     if (timeout.count() <= 0) fail(errc::invalid_argument, "timeout must be positive");
     p2p_q_.resize(static_cast<std::size_t>(nranks));
     detail::fd_owner inherited(detail::listener_registry::get().take(token_));
@@ -304,9 +320,17 @@ class tcp {
   }
 
   tcp(tcp&& o) noexcept
-      : rank_(o.rank_), size_(o.size_), timeout_(o.timeout_), token_(o.token_), root_(std::move(o.root_)),
-        active_(std::exchange(o.active_, false)), failed_(o.failed_), peers_(std::move(o.peers_)),
-        bye_(std::move(o.bye_)), gather_q_(std::move(o.gather_q_)), p2p_q_(std::move(o.p2p_q_)),
+      : rank_(o.rank_),
+        size_(o.size_),
+        timeout_(o.timeout_),
+        token_(o.token_),
+        root_(std::move(o.root_)),
+        active_(std::exchange(o.active_, false)),
+        failed_(o.failed_),
+        peers_(std::move(o.peers_)),
+        bye_(std::move(o.bye_)),
+        gather_q_(std::move(o.gather_q_)),
+        p2p_q_(std::move(o.p2p_q_)),
         gathered_q_(std::move(o.gathered_q_)) {}
   tcp& operator=(tcp&&) = delete;
   tcp(const tcp&) = delete;
@@ -326,8 +350,7 @@ class tcp {
           pump_root(deadline);
         }
       }
-    } catch (...) {
-    }
+    } catch (...) {}
   }
 
   int rank() const noexcept { return rank_; }
@@ -337,9 +360,10 @@ class tcp {
   void all_gather(std::span<const std::byte> in, std::span<std::byte> out) {
     const std::size_t n = in.size();
     if (out.size() != n * std::size_t(size_))
-      fail(errc::invalid_argument, "all_gather: out has " + std::to_string(out.size()) + " bytes, want size() * in.size() = " +
-                                       std::to_string(n * std::size_t(size_)));
-    if (n > wire::max_payload / std::size_t(size_)) fail(errc::invalid_argument, "all_gather: result would exceed 64 MiB");
+      fail(errc::invalid_argument, "all_gather: out has " + std::to_string(out.size()) +
+                                       " bytes, want size() * in.size() = " + std::to_string(n * std::size_t(size_)));
+    if (n > wire::max_payload / std::size_t(size_))
+      fail(errc::invalid_argument, "all_gather: result would exceed 64 MiB");
     check_usable();
     if (rank_ == 0) {
       auto deadline = detail::clock::now() + timeout_;
@@ -353,7 +377,8 @@ class tcp {
                                              " bytes, rank 0 gave " + std::to_string(n));
         if (n) std::memcpy(out.data() + std::size_t(r) * n, v.data(), n);
       }
-      for (int r = 1; r < size_; ++r) send_msg(peers_[r].get(), wire::msg::gathered, -1, {out.data(), out.size()}, deadline + timeout_, r);
+      for (int r = 1; r < size_; ++r)
+        send_msg(peers_[r].get(), wire::msg::gathered, -1, {out.data(), out.size()}, deadline + timeout_, r);
     } else {
       auto deadline = detail::clock::now() + 2 * timeout_;
       send_msg(peers_[0].get(), wire::msg::gather, -1, in, deadline);
@@ -361,7 +386,8 @@ class tcp {
       auto v = std::move(gathered_q_.front());
       gathered_q_.pop_front();
       if (v.size() != out.size())
-        fail(errc::invalid_usage, "all_gather: got " + std::to_string(v.size()) + " bytes from rank 0, want " + std::to_string(out.size()));
+        fail(errc::invalid_usage,
+             "all_gather: got " + std::to_string(v.size()) + " bytes from rank 0, want " + std::to_string(out.size()));
       if (!v.empty()) std::memcpy(out.data(), v.data(), v.size());
     }
   }
@@ -385,8 +411,9 @@ class tcp {
     check_usable();
     if (rank_ == 0) {
       auto deadline = detail::clock::now() + timeout_;
-      wait_root(deadline, "recv from rank " + std::to_string(peer), [&](int r) { return r != peer || !p2p_q_[peer].empty(); },
-                peer == 0);
+      wait_root(
+          deadline, "recv from rank " + std::to_string(peer), [&](int r) { return r != peer || !p2p_q_[peer].empty(); },
+          peer == 0);
     } else {
       auto deadline = detail::clock::now() + 2 * timeout_;
       while (p2p_q_[peer].empty()) {
@@ -410,14 +437,15 @@ class tcp {
 
   void check_peer(int peer, const char* what) const {
     if (peer < 0 || peer >= size_)
-      fail(errc::invalid_argument, std::string(what) + ": peer = " + std::to_string(peer) + " out of range [0, " + std::to_string(size_) + ")");
+      fail(errc::invalid_argument,
+           std::string(what) + ": peer = " + std::to_string(peer) + " out of range [0, " + std::to_string(size_) + ")");
   }
   void check_usable() const {
     if (failed_) fail(errc::invalid_usage, "the bootstrap already failed; it cannot be used again");
   }
 
-  void send_msg(int fd, wire::msg type, int peer, std::span<const std::byte> payload, detail::clock::time_point deadline,
-                int to = 0, int sender = -1) {
+  void send_msg(int fd, wire::msg type, int peer, std::span<const std::byte> payload,
+                detail::clock::time_point deadline, int to = 0, int sender = -1) {
     wire::header h{type, token_, sender < 0 ? rank_ : sender, peer, payload.size()};
     std::array<std::byte, wire::header_bytes> hb;
     wire::encode_header(h, hb.data());
@@ -429,15 +457,19 @@ class tcp {
   [[noreturn]] void io_fail(detail::io r, int who, const char* what) {
     failed_ = true;
     if (r == detail::io::timeout)
-      fail(errc::timeout, std::string(what) + " rank " + std::to_string(who) + " timed out after " + std::to_string(timeout_.count()) + " ms");
-    if (r == detail::io::closed) fail(errc::aborted, std::string(what) + " rank " + std::to_string(who) + ": connection closed (rank exited or failed)");
+      fail(errc::timeout, std::string(what) + " rank " + std::to_string(who) + " timed out after " +
+                              std::to_string(timeout_.count()) + " ms");
+    if (r == detail::io::closed)
+      fail(errc::aborted,
+           std::string(what) + " rank " + std::to_string(who) + ": connection closed (rank exited or failed)");
     fail(errc::system, detail::errno_text((std::string(what) + " rank " + std::to_string(who)).c_str()));
   }
 
   // Reads one whole message from fd, checking it against this job.
   wire::header read_msg(int fd, int from, detail::clock::time_point deadline, bytes_t& payload) {
     std::array<std::byte, wire::header_bytes> hb;
-    if (auto r = detail::recv_exact(fd, hb.data(), hb.size(), deadline); r != detail::io::ok) io_fail(r, from, "receive from");
+    if (auto r = detail::recv_exact(fd, hb.data(), hb.size(), deadline); r != detail::io::ok)
+      io_fail(r, from, "receive from");
     wire::header h;
     if (auto s = wire::decode_header(hb, {token_, size_}, h); s != wire::status::ok) {
       failed_ = true;
@@ -445,7 +477,8 @@ class tcp {
     }
     payload.resize(static_cast<std::size_t>(h.length));
     if (h.length)
-      if (auto r = detail::recv_exact(fd, payload.data(), payload.size(), deadline); r != detail::io::ok) io_fail(r, from, "receive from");
+      if (auto r = detail::recv_exact(fd, payload.data(), payload.size(), deadline); r != detail::io::ok)
+        io_fail(r, from, "receive from");
     return h;
   }
 
@@ -460,8 +493,7 @@ class tcp {
       if (peers_[r]) {
         try {
           send_msg(peers_[r].get(), wire::msg::abort, -1, p, deadline, r);
-        } catch (...) {
-        }
+        } catch (...) {}
       }
     failed_ = true;
     fail(c, msg);
@@ -489,8 +521,8 @@ class tcp {
         std::vector<int> missing;
         for (int r = 1; r < size_; ++r)
           if (!peers_[r]) missing.push_back(r);
-        abort_job(errc::timeout, detail::ranks_text(missing) + " did not arrive at the bootstrap (root " + root_ + ") within " +
-                                     std::to_string(timeout_.count()) + " ms");
+        abort_job(errc::timeout, detail::ranks_text(missing) + " did not arrive at the bootstrap (root " + root_ +
+                                     ") within " + std::to_string(timeout_.count()) + " ms");
       }
       std::vector<pollfd> pf{{listener.get(), POLLIN, 0}};
       for (auto& p : pend) pf.push_back({p.fd.get(), POLLIN, 0});
@@ -510,7 +542,8 @@ class tcp {
           if (p.buf.size() >= wire::header_bytes) {
             wire::header h;
             auto s = wire::decode_header(p.buf, {token_, size_}, h);
-            drop = s != wire::status::ok || h.type != wire::msg::hello || h.length != 4 || h.sender == 0 || peers_[h.sender];
+            drop = s != wire::status::ok || h.type != wire::msg::hello || h.length != 4 || h.sender == 0 ||
+                   peers_[h.sender];
             if (!drop && p.buf.size() == wire::header_bytes + 4) {
               if (wire::detail::get<std::uint32_t>(p.buf.data() + wire::header_bytes) != std::uint32_t(size_)) {
                 drop = true;
@@ -559,17 +592,25 @@ class tcp {
       }
       bytes_t payload;
       wire::header h = read_msg(peers_[r].get(), r, deadline, payload);
-      if (h.sender != r) abort_job(errc::system, "rank " + std::to_string(r) + " sent a message claiming to be rank " + std::to_string(h.sender));
+      if (h.sender != r)
+        abort_job(errc::system,
+                  "rank " + std::to_string(r) + " sent a message claiming to be rank " + std::to_string(h.sender));
       switch (h.type) {
-        case wire::msg::gather: gather_q_[r].push_back(std::move(payload)); break;
-        case wire::msg::bye: bye_[r] = true; break;
+        case wire::msg::gather:
+          gather_q_[r].push_back(std::move(payload));
+          break;
+        case wire::msg::bye:
+          bye_[r] = true;
+          break;
         case wire::msg::p2p:
           if (h.peer == 0)
             p2p_q_[r].push_back(std::move(payload));
           else if (h.peer > 0 && peers_[h.peer])
             send_msg(peers_[h.peer].get(), wire::msg::p2p, h.peer, payload, deadline + timeout_, h.peer, r);
           break;
-        default: abort_job(errc::system, "unexpected message type " + std::to_string(int(h.type)) + " from rank " + std::to_string(r));
+        default:
+          abort_job(errc::system,
+                    "unexpected message type " + std::to_string(int(h.type)) + " from rank " + std::to_string(r));
       }
     }
   }
@@ -582,7 +623,8 @@ class tcp {
         if (!ready(r)) missing.push_back(r);
       if (missing.empty() || self_only) return;
       if (detail::clock::now() >= deadline)
-        abort_job(errc::timeout, what + ": " + detail::ranks_text(missing) + " did not arrive within " + std::to_string(timeout_.count()) + " ms");
+        abort_job(errc::timeout, what + ": " + detail::ranks_text(missing) + " did not arrive within " +
+                                     std::to_string(timeout_.count()) + " ms");
       pump_root(deadline);
     }
   }
@@ -600,8 +642,8 @@ class tcp {
         break;
       }
       if (detail::clock::now() >= deadline)
-        fail(errc::timeout, "rank 0 (root " + root_ + ") did not arrive within " + std::to_string(timeout_.count()) + " ms: " +
-                                detail::errno_text("connect"));
+        fail(errc::timeout, "rank 0 (root " + root_ + ") did not arrive within " + std::to_string(timeout_.count()) +
+                                " ms: " + detail::errno_text("connect"));
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     std::array<std::byte, 4> n;
@@ -609,7 +651,8 @@ class tcp {
     send_msg(peers_[0].get(), wire::msg::hello, -1, n, start + 2 * timeout_);
     bytes_t payload;
     auto h = read_msg_member(start + 2 * timeout_, "the bootstrap handshake", payload);
-    if (h.type != wire::msg::welcome) fail(errc::system, "expected welcome from rank 0, got message type " + std::to_string(int(h.type)));
+    if (h.type != wire::msg::welcome)
+      fail(errc::system, "expected welcome from rank 0, got message type " + std::to_string(int(h.type)));
   }
 
   wire::header read_msg_member(detail::clock::time_point deadline, const std::string& what, bytes_t& payload) {
@@ -617,7 +660,8 @@ class tcp {
     auto r = detail::recv_exact(peers_[0].get(), hb.data(), hb.size(), deadline);
     if (r == detail::io::timeout) {
       failed_ = true;
-      fail(errc::timeout, what + ": rank 0 (root " + root_ + ") did not answer within " + std::to_string(2 * timeout_.count()) + " ms");
+      fail(errc::timeout, what + ": rank 0 (root " + root_ + ") did not answer within " +
+                              std::to_string(2 * timeout_.count()) + " ms");
     }
     if (r != detail::io::ok) io_fail(r, 0, "receive from");
     wire::header h;
@@ -627,12 +671,14 @@ class tcp {
     }
     payload.resize(static_cast<std::size_t>(h.length));
     if (h.length)
-      if (auto r2 = detail::recv_exact(peers_[0].get(), payload.data(), payload.size(), deadline); r2 != detail::io::ok) io_fail(r2, 0, "receive from");
+      if (auto r2 = detail::recv_exact(peers_[0].get(), payload.data(), payload.size(), deadline); r2 != detail::io::ok)
+        io_fail(r2, 0, "receive from");
     if (h.type == wire::msg::abort) {
       failed_ = true;
       errc c = payload.empty() ? errc::aborted : static_cast<errc>(static_cast<int>(payload[0]));
       if (c > errc::internal) c = errc::aborted;
-      std::string text = payload.size() > 1 ? std::string(reinterpret_cast<const char*>(payload.data() + 1), payload.size() - 1) : "";
+      std::string text =
+          payload.size() > 1 ? std::string(reinterpret_cast<const char*>(payload.data() + 1), payload.size() - 1) : "";
       throw error(c, rank_, collcomm::detail::format_error("bootstrap::tcp", rank_, "aborted by rank 0: " + text));
     }
     return h;
@@ -642,9 +688,15 @@ class tcp {
     bytes_t payload;
     auto h = read_msg_member(deadline, what, payload);
     switch (h.type) {
-      case wire::msg::gathered: gathered_q_.push_back(std::move(payload)); break;
-      case wire::msg::p2p: p2p_q_[h.sender].push_back(std::move(payload)); break;
-      default: failed_ = true; fail(errc::system, "unexpected message type " + std::to_string(int(h.type)) + " from rank 0");
+      case wire::msg::gathered:
+        gathered_q_.push_back(std::move(payload));
+        break;
+      case wire::msg::p2p:
+        p2p_q_[h.sender].push_back(std::move(payload));
+        break;
+      default:
+        failed_ = true;
+        fail(errc::system, "unexpected message type " + std::to_string(int(h.type)) + " from rank 0");
     }
   }
 

@@ -58,15 +58,24 @@ enum class status { ok, truncated, trailing, bad_magic, bad_version, bad_type, b
 
 constexpr std::string_view to_string(status s) noexcept {
   switch (s) {
-    case status::ok: return "ok";
-    case status::truncated: return "truncated message";
-    case status::trailing: return "bytes after the end of the message";
-    case status::bad_magic: return "wrong magic (not a collcomm bootstrap peer)";
-    case status::bad_version: return "unsupported bootstrap wire version";
-    case status::bad_type: return "unknown message type";
-    case status::bad_token: return "wrong job token (a peer of another job)";
-    case status::bad_rank: return "sender or peer rank out of range";
-    case status::oversized: return "payload longer than the 64 MiB bound";
+    case status::ok:
+      return "ok";
+    case status::truncated:
+      return "truncated message";
+    case status::trailing:
+      return "bytes after the end of the message";
+    case status::bad_magic:
+      return "wrong magic (not a collcomm bootstrap peer)";
+    case status::bad_version:
+      return "unsupported bootstrap wire version";
+    case status::bad_type:
+      return "unknown message type";
+    case status::bad_token:
+      return "wrong job token (a peer of another job)";
+    case status::bad_rank:
+      return "sender or peer rank out of range";
+    case status::oversized:
+      return "payload longer than the 64 MiB bound";
   }
   return "unknown status";
 }

@@ -84,8 +84,9 @@ class shm_segment {
       if (::fstatvfs(s.fd_, &vfs) == 0) {
         const unsigned long long avail = static_cast<unsigned long long>(vfs.f_bavail) * vfs.f_frsize;
         if (avail < bytes)
-          fail(rank, "shared memory (/dev/shm) has " + std::to_string(avail >> 20) + " MiB free, the segment needs up to " +
-                         std::to_string(bytes >> 20) + " MiB (" + std::to_string(bytes) +
+          fail(rank, "shared memory (/dev/shm) has " + std::to_string(avail >> 20) +
+                         " MiB free, the segment needs up to " + std::to_string(bytes >> 20) + " MiB (" +
+                         std::to_string(bytes) +
                          " bytes): enlarge /dev/shm (docker: --shm-size) or lower host::options window_bytes, "
                          "slots, slot_bytes or channels");
       }
@@ -113,8 +114,8 @@ class shm_segment {
     struct stat st {};
     if (::fstat(s.fd_, &st) != 0) fail(rank, errno_message("fstat(" + name + ")"));
     if (static_cast<std::size_t>(st.st_size) != bytes)
-      fail(rank, "segment " + name + " has " + std::to_string(st.st_size) + " bytes, this rank expects " + std::to_string(bytes) +
-                     ": the ranks disagree on the world's size or options");
+      fail(rank, "segment " + name + " has " + std::to_string(st.st_size) + " bytes, this rank expects " +
+                     std::to_string(bytes) + ": the ranks disagree on the world's size or options");
     s.map(bytes, rank, name);
     return s;
   }
@@ -139,7 +140,9 @@ class shm_segment {
   }
 
  private:
-  [[noreturn]] static void fail(int rank, const std::string& msg) { collcomm::detail::fail(errc::system, "host segment", rank, msg); }
+  [[noreturn]] static void fail(int rank, const std::string& msg) {
+    collcomm::detail::fail(errc::system, "host segment", rank, msg);
+  }
 
   static struct flock lock_of(int rank, short type) noexcept {
     struct flock l {};

@@ -35,7 +35,8 @@ class capture_group {
   explicit capture_group(int nlocal) : sync_(nlocal), joins_(static_cast<std::size_t>(nlocal), nullptr) {
     detail::cuda_check(cudaStreamCreateWithFlags(&origin_, cudaStreamNonBlocking), "gpu::capture_group");
     detail::cuda_check(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming), "gpu::capture_group");
-    for (auto& e : joins_) detail::cuda_check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "gpu::capture_group");
+    for (auto& e : joins_)
+      detail::cuda_check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "gpu::capture_group");
   }
   ~capture_group() {
     for (auto e : joins_)
@@ -58,7 +59,8 @@ class capture_group {
   // Collective over the group's threads: every stream rejoins the capture's origin, and index 0
   // ends the capture and gets the graph (the others get nullptr). The caller owns the graph.
   cudaGraph_t end(int index, cudaStream_t stream) {
-    detail::cuda_check(cudaEventRecord(joins_[static_cast<std::size_t>(index)], stream), "gpu::capture_group::end", index);
+    detail::cuda_check(cudaEventRecord(joins_[static_cast<std::size_t>(index)], stream), "gpu::capture_group::end",
+                       index);
     sync_.arrive_and_wait();
     cudaGraph_t graph = nullptr;
     if (index == 0) {

@@ -66,7 +66,8 @@ class communicator<Tr> {
   // This process's rank of a world of processes (join_world or split_world), which it shares.
   explicit communicator(std::shared_ptr<gpu::world> w)
       : owner_(std::move(w)), w_(owner_.get()), rank_(w_ && w_->is_process() ? w_->process().rank : -1) {
-    if (rank_ < 0) detail::fail(errc::invalid_argument, "communicator", rank_, "argument 'w' is not a GPU world of processes");
+    if (rank_ < 0)
+      detail::fail(errc::invalid_argument, "communicator", rank_, "argument 'w' is not a GPU world of processes");
     check_placement(*w_, rank_);
   }
   // Rank `rank` of a world of ranks in this process (or the one rank this process drives). w must
@@ -77,8 +78,9 @@ class communicator<Tr> {
                    "argument 'rank' = " + std::to_string(rank) + " is not the rank this process drives (" +
                        std::to_string(w.process().rank) + ")");
     if (rank < 0 || rank >= w.size())
-      detail::fail(errc::invalid_argument, "communicator", rank,
-                   "argument 'rank' = " + std::to_string(rank) + " is out of range [0, " + std::to_string(w.size()) + ")");
+      detail::fail(
+          errc::invalid_argument, "communicator", rank,
+          "argument 'rank' = " + std::to_string(rank) + " is out of range [0, " + std::to_string(w.size()) + ")");
     check_placement(w, rank);
   }
 
@@ -108,7 +110,8 @@ class communicator<Tr> {
   void abort(const std::string& reason = {}) const noexcept { w_->abort(rank_, reason); }
 
   template <class K, class Algo, class Tuning, class T, class Op>
-  void run(coll_args a, const T* in, index_t in_elems, T* out, index_t out_elems, const Op& op, cudaStream_t stream) const {
+  void run(coll_args a, const T* in, index_t in_elems, T* out, index_t out_elems, const Op& op,
+           cudaStream_t stream) const {
     if constexpr (Algo::needs_direct && !Tr::load_store) {
       return;  // does not compile: check_composition (collectives.hpp) said why; nothing more is instantiated
     } else if (preloading_) {
@@ -145,17 +148,21 @@ class communicator<Tr> {
     if (w.opts().connections != gpu::transport_traits<Tr>::connections)
       detail::fail(errc::invalid_argument, "communicator", rank,
                    std::string("argument 'w' has its connections in ") +
-                       (w.opts().connections == gpu::placement::host ? "host memory (placement::host)" : "GPU memory (placement::device)") +
+                       (w.opts().connections == gpu::placement::host ? "host memory (placement::host)"
+                                                                     : "GPU memory (placement::device)") +
                        ", and transport::" + Tr::name + " needs them in " +
-                       (gpu::transport_traits<Tr>::connections == gpu::placement::host ? "host memory: make the world with "
-                                                                                        "options::connections = placement::host"
-                                                                                      : "GPU memory: use transport::pcie_staged over it"));
+                       (gpu::transport_traits<Tr>::connections == gpu::placement::host
+                            ? "host memory: make the world with "
+                              "options::connections = placement::host"
+                            : "GPU memory: use transport::pcie_staged over it"));
   }
 
   template <class Algo>
   static constexpr bool reads_peer_outputs = [] {
-    if constexpr (requires { Algo::reads_peer_outputs; }) return Algo::reads_peer_outputs;
-    else return false;
+    if constexpr (requires { Algo::reads_peer_outputs; })
+      return Algo::reads_peer_outputs;
+    else
+      return false;
   }();
   template <class K, class Algo, class Tuning, class T, class Op>
   void run_staged(const coll_args& a, const T* in, index_t in_elems, T* out, index_t out_elems, const Op& op,
@@ -179,14 +186,16 @@ class communicator<Tr> {
       // The kernel copies each channel's range of the input into the window itself (peers read
       // only that range on that channel), and reads its own input where it is.
       gpu::launch<K, Algo, Tuning, Tr>(*w_, rank_, a, in_bytes ? in : nullptr, kernel_out, op, stream,
-                                                   in_bytes ? win_in : nullptr);
+                                       in_bytes ? win_in : nullptr);
     } else {
       if (in_bytes)
-        detail::cuda_check(cudaMemcpyAsync(win_in, in, in_bytes, cudaMemcpyDefault, stream), "cudaMemcpyAsync (staging in)", rank_);
+        detail::cuda_check(cudaMemcpyAsync(win_in, in, in_bytes, cudaMemcpyDefault, stream),
+                           "cudaMemcpyAsync (staging in)", rank_);
       gpu::launch<K, Algo, Tuning, Tr>(*w_, rank_, a, in_bytes ? win_in : nullptr, kernel_out, op, stream);
     }
     if (stage_out)
-      detail::cuda_check(cudaMemcpyAsync(out, win_out, out_bytes, cudaMemcpyDefault, stream), "cudaMemcpyAsync (staging out)", rank_);
+      detail::cuda_check(cudaMemcpyAsync(out, win_out, out_bytes, cudaMemcpyDefault, stream),
+                         "cudaMemcpyAsync (staging out)", rank_);
   }
 
   std::shared_ptr<gpu::world> owner_;  // a world of processes; a world of threads is the caller's
@@ -194,7 +203,8 @@ class communicator<Tr> {
   int rank_;
 };
 
-static_assert(communicator_like<communicator<transport::nvlink>> && communicator_like<communicator<transport::pcie_staged>>);
+static_assert(communicator_like<communicator<transport::nvlink>> &&
+              communicator_like<communicator<transport::pcie_staged>>);
 
 namespace gpu {
 

@@ -53,24 +53,25 @@ launch_shape shape_of(const world& w, const char* what, int rank) {
                        static_cast<std::uint32_t>(Tuning::slot_bytes ? Tuning::slot_bytes : w.opts().slot_bytes)};
   if (s.channels > w.opts().channels)
     detail::fail(errc::invalid_argument, what, rank,
-                 "tuning's channels = " + std::to_string(s.channels) + " is more than the world's option 'channels' = " +
-                     std::to_string(w.opts().channels) + " (connections exist for those only)");
+                 "tuning's channels = " + std::to_string(s.channels) +
+                     " is more than the world's option 'channels' = " + std::to_string(w.opts().channels) +
+                     " (connections exist for those only)");
   if (s.slot_bytes > w.opts().slot_bytes)
     detail::fail(errc::invalid_argument, what, rank,
-                 "tuning's slot_bytes = " + std::to_string(s.slot_bytes) + " is more than the world's option 'slot_bytes' = " +
-                     std::to_string(w.opts().slot_bytes));
+                 "tuning's slot_bytes = " + std::to_string(s.slot_bytes) +
+                     " is more than the world's option 'slot_bytes' = " + std::to_string(w.opts().slot_bytes));
   if (s.slot_bytes < kernels::min_slot_bytes<protocol_t>)
     detail::fail(errc::invalid_argument, what, rank,
-                 (Tuning::slot_bytes ? "tuning's slot_bytes = " : "option 'slot_bytes' = ") + std::to_string(s.slot_bytes) +
-                     " is too small for protocol " + protocol_t::name + ": it needs at least " +
-                     std::to_string(kernels::min_slot_bytes<protocol_t>));
+                 (Tuning::slot_bytes ? "tuning's slot_bytes = " : "option 'slot_bytes' = ") +
+                     std::to_string(s.slot_bytes) + " is too small for protocol " + protocol_t::name +
+                     ": it needs at least " + std::to_string(kernels::min_slot_bytes<protocol_t>));
   return s;
 }
 
 // Enqueues one grid of (channels x p.nlocal) blocks of the composition's kernel on `stream`.
 template <class K, class Algo, class Tuning, class Handle, class T, class Op>
-cudaError_t enqueue_kernel(const world& w, const kernels::kernel_params<Handle, T, Op>& p, int channels, bool cooperative,
-                           cudaStream_t stream) {
+cudaError_t enqueue_kernel(const world& w, const kernels::kernel_params<Handle, T, Op>& p, int channels,
+                           bool cooperative, cudaStream_t stream) {
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = dim3(static_cast<unsigned>(channels), static_cast<unsigned>(p.nlocal), 1);
   cfg.blockDim = dim3(Tuning::threads, 1, 1);
@@ -90,7 +91,8 @@ cudaError_t enqueue_kernel(const world& w, const kernels::kernel_params<Handle, 
 // smaller child, another thread's world) fails with "invalid argument" (seen on the H200). So it
 // is never set below the 48 KiB every kernel may use without opting in.
 template <class K>
-void check_resident(const void* kernel, int threads, std::size_t smem, int device, int sharing, int channels, int rank) {
+void check_resident(const void* kernel, int threads, std::size_t smem, int device, int sharing, int channels,
+                    int rank) {
   static thread_local int checked_device = -1, blocks_per_sm = 0, sms = 0;
   static thread_local const void* checked_kernel = nullptr;
   static thread_local std::size_t checked_smem = 0;
@@ -100,7 +102,8 @@ void check_resident(const void* kernel, int threads, std::size_t smem, int devic
                        "cudaFuncSetAttribute", rank);
     detail::cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, threads, smem),
                        "cudaOccupancyMaxActiveBlocksPerMultiprocessor", rank);
-    detail::cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute", rank);
+    detail::cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute",
+                       rank);
     checked_device = device;
     checked_kernel = kernel;
     checked_smem = smem;
@@ -108,8 +111,8 @@ void check_resident(const void* kernel, int threads, std::size_t smem, int devic
   const long need = static_cast<long>(sharing) * channels;
   if (need > static_cast<long>(blocks_per_sm) * sms)
     detail::fail(errc::invalid_usage, K::name, rank,
-                 std::to_string(sharing) + " ranks x " + std::to_string(channels) + " channels need " + std::to_string(need) +
-                     " co-resident blocks on GPU " + std::to_string(device) + ", which holds " +
+                 std::to_string(sharing) + " ranks x " + std::to_string(channels) + " channels need " +
+                     std::to_string(need) + " co-resident blocks on GPU " + std::to_string(device) + ", which holds " +
                      std::to_string(blocks_per_sm * sms) +
                      " of this kernel; use fewer channels (gpu::options::channels) or fewer ranks per GPU");
 }
@@ -145,7 +148,8 @@ std::string check_p2p_launch(const world& w, world::launch_group& g, const kerne
     const std::size_t k = static_cast<std::size_t>(from) * nl + j;
     if (pending[k] <= 0)
       return "rank " + std::to_string(a.rank) + " receives from rank " + std::to_string(a.recv_peer) +
-             ", which sends to it neither in this call nor before: ranks of one GPU launch their i-th calls together, so "
+             ", which sends to it neither in this call nor before: ranks of one GPU launch their i-th calls together, "
+             "so "
              "it waits for a call that cannot start until this one ends. Make the send and the receive of each pair "
              "one call: send_recv(comm, send, recv, count, send_peer, recv_peer, stream), or make them in a "
              "collcomm::group([&] { send(...); recv(...); })";
@@ -155,8 +159,9 @@ std::string check_p2p_launch(const world& w, world::launch_group& g, const kerne
   for (std::size_t k = 0; k < nl * nl; ++k)
     if (pending[k] > 0 && bytes[k] > capacity)
       return "rank " + std::to_string(g.ranks[k / nl]) + " sends " + std::to_string(bytes[k]) + " bytes to rank " +
-             std::to_string(g.ranks[k % nl]) + " that it does not receive in this call, more than the connection holds (" +
-             std::to_string(capacity) + " bytes): ranks of one GPU launch their i-th calls together, so the sender "
+             std::to_string(g.ranks[k % nl]) +
+             " that it does not receive in this call, more than the connection holds (" + std::to_string(capacity) +
+             " bytes): ranks of one GPU launch their i-th calls together, so the sender "
              "would wait for a receive that cannot start until this call ends. Make the send and the receive of each "
              "pair one call: send_recv(comm, send, recv, count, send_peer, recv_peer, stream), or make them in a "
              "collcomm::group([&] { send(...); recv(...); })";
@@ -170,8 +175,9 @@ std::string check_p2p_launch(const world& w, world::launch_group& g, const kerne
 template <class K, class Algo, class T, class Op, class Tuning, transport::device_handle_like Handle>
 void preload_kernel() {
   cudaFuncAttributes attr{};
-  detail::cuda_check(cudaFuncGetAttributes(&attr, &kernels::collective_kernel<K, Algo, T, Op, kernel_tuning<Tuning>, Handle>),
-                     "gpu::preload");
+  detail::cuda_check(
+      cudaFuncGetAttributes(&attr, &kernels::collective_kernel<K, Algo, T, Op, kernel_tuning<Tuning>, Handle>),
+      "gpu::preload");
 }
 
 // Enqueues rank `rank`'s part of collective K on `stream`, its kernels taking device handle
@@ -180,7 +186,8 @@ void preload_kernel() {
 // has called it for this call, or throws errc::timeout naming those that did not within the
 // world's timeout. `stage`: gpu/communicator.hpp's in-kernel staging (processes only).
 template <class K, class Algo, tuning_like Tuning, transport::device_handle_like Handle, class T, class Op>
-void launch_on(world& w, int rank, coll_args a, const T* in, T* out, Op op, cudaStream_t stream, void* stage = nullptr) {
+void launch_on(world& w, int rank, coll_args a, const T* in, T* out, Op op, cudaStream_t stream,
+               void* stage = nullptr) {
   using params_t = kernels::kernel_params<Handle, T, Op>;
   using KT = kernel_tuning<Tuning>;
   static_assert(std::is_trivially_copyable_v<params_t>);
@@ -195,8 +202,8 @@ void launch_on(world& w, int rank, coll_args a, const T* in, T* out, Op op, cuda
   const bool grouped = w.opts().launch == launch_mode::grouped && nlocal > 1;
   // In a world of processes its other ranks on this GPU launch from their own processes (MPS).
   const int sharing = w.is_process() ? w.process().ranks_on_gpu : nlocal;
-  launch_detail::check_resident<K>(kernel, KT::threads, kernels::kernel_smem_bytes(w.size()), device, sharing,
-                                   channels, rank);
+  launch_detail::check_resident<K>(kernel, KT::threads, kernels::kernel_smem_bytes(w.size()), device, sharing, channels,
+                                   rank);
 
   a.nchannels = channels;
   const kernels::rank_params<T, Op> mine{a, in, out, op};
@@ -230,13 +237,15 @@ void launch_on(world& w, int rank, coll_args a, const T* in, T* out, Op op, cuda
   } else if (g.channels != shape.channels || g.slot_bytes != shape.slot_bytes) {
     if (g.mismatch.empty())
       g.mismatch = "rank " + std::to_string(rank) + " calls " + K::name + " with " + std::to_string(shape.channels) +
-                   " channels of " + std::to_string(shape.slot_bytes) + "-byte slots while rank(s) that arrived before it on GPU " +
-                   std::to_string(device) + " called it with " + std::to_string(g.channels) + " of " +
-                   std::to_string(g.slot_bytes) + " (tunings differ)";
+                   " channels of " + std::to_string(shape.slot_bytes) +
+                   "-byte slots while rank(s) that arrived before it on GPU " + std::to_string(device) +
+                   " called it with " + std::to_string(g.channels) + " of " + std::to_string(g.slot_bytes) +
+                   " (tunings differ)";
   }
   if (g.mismatch.empty())
-    std::memcpy(g.params.data() + offsetof(params_t, rank) + sizeof(kernels::rank_params<T, Op>) * static_cast<std::size_t>(li),
-                &mine, sizeof mine);
+    std::memcpy(
+        g.params.data() + offsetof(params_t, rank) + sizeof(kernels::rank_params<T, Op>) * static_cast<std::size_t>(li),
+        &mine, sizeof mine);
   g.present[static_cast<std::size_t>(li)] = 1;
   const std::uint64_t gen = g.generation.load(std::memory_order_relaxed);
   if (++g.arrived < nlocal) {
@@ -251,9 +260,10 @@ void launch_on(world& w, int rank, coll_args a, const T* in, T* out, Op op, cuda
       std::vector<int> missing;
       for (int j = 0; j < nlocal; ++j)
         if (!g.present[static_cast<std::size_t>(j)]) missing.push_back(g.ranks[static_cast<std::size_t>(j)]);
-      const std::string msg = "timed out after " + std::to_string(w.opts().timeout.count()) + " ms waiting for rank(s) " +
-                              detail::rank_list(missing) + " to make the same call (the ranks of GPU " +
-                              std::to_string(device) + " launch each call together)";
+      const std::string msg = "timed out after " + std::to_string(w.opts().timeout.count()) +
+                              " ms waiting for rank(s) " + detail::rank_list(missing) +
+                              " to make the same call (the ranks of GPU " + std::to_string(device) +
+                              " launch each call together)";
       lock.unlock();
       w.mark_failed("rank " + std::to_string(rank) + " " + msg);
       detail::fail(errc::timeout, K::name, rank, msg);
@@ -283,7 +293,8 @@ void launch_on(world& w, int rank, coll_args a, const T* in, T* out, Op op, cuda
     if (e == cudaSuccess && result.empty()) e = cudaEventRecord(g.done, stream);
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
-      result = std::string("the launch for the ranks of GPU ") + std::to_string(device) + " failed: " + cudaGetErrorString(e);
+      result = std::string("the launch for the ranks of GPU ") + std::to_string(device) +
+               " failed: " + cudaGetErrorString(e);
       if (e == cudaErrorStreamCaptureIsolation || e == cudaErrorStreamCaptureUnjoined ||
           e == cudaErrorStreamCaptureInvalidated || e == cudaErrorStreamCaptureUnmatched)
         result += " (ranks that share a GPU must be captured into one graph: gpu::capture_group)";

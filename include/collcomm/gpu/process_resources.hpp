@@ -32,17 +32,18 @@ inline std::size_t align_up(std::size_t x, std::size_t a) { return (x + a - 1) /
 
 // The control page: (byte offset) what.
 struct page_layout {
-  static constexpr std::size_t abort_word = 0;     // uint32: 0, 1 (a wait timed out), 2 (abort())
-  static constexpr std::size_t abort_claim = 4;    // uint32: the first abort() takes it
-  static constexpr std::size_t abort_text = 8;     // up to 500 bytes, NUL-terminated
+  static constexpr std::size_t abort_word = 0;   // uint32: 0, 1 (a wait timed out), 2 (abort())
+  static constexpr std::size_t abort_claim = 4;  // uint32: the first abort() takes it
+  static constexpr std::size_t abort_text = 8;   // up to 500 bytes, NUL-terminated
   static constexpr std::size_t text_bytes = 500;
-  static constexpr std::size_t departed = 512;     // (rank) uint32
-  static constexpr std::size_t post_bytes = 512;  // a mailbox post's payload (split's exchanges)
+  static constexpr std::size_t departed = 512;                 // (rank) uint32
+  static constexpr std::size_t post_bytes = 512;               // a mailbox post's payload (split's exchanges)
   static constexpr std::size_t post_stride = 16 + post_bytes;  // (round: u64, size: u64, payload)
   std::size_t stall, mailbox, bytes;
   explicit page_layout(int n) {
     stall = align_up(departed + 4 * static_cast<std::size_t>(n), 64);
-    mailbox = align_up(stall + sizeof(transport::stall_record) * static_cast<std::size_t>(n), 64);  // (rank, round parity) posts
+    mailbox = align_up(stall + sizeof(transport::stall_record) * static_cast<std::size_t>(n),
+                       64);  // (rank, round parity) posts
     bytes = align_up(mailbox + 2 * post_stride * static_cast<std::size_t>(n), 4096);
   }
 };
@@ -58,9 +59,13 @@ class process_resources {
 
   const page_layout& layout() const noexcept { return layout_; }
   std::byte* page() const noexcept { return page_.base(); }
-  std::uint32_t* word(std::size_t offset) const noexcept { return reinterpret_cast<std::uint32_t*>(page_.base() + offset); }
+  std::uint32_t* word(std::size_t offset) const noexcept {
+    return reinterpret_cast<std::uint32_t*>(page_.base() + offset);
+  }
   std::uint32_t* abort_word() const noexcept { return word(page_layout::abort_word); }  // 1 a wait timed out, 2 abort()
-  const char* abort_text() const noexcept { return reinterpret_cast<const char*>(page_.base() + page_layout::abort_text); }
+  const char* abort_text() const noexcept {
+    return reinterpret_cast<const char*>(page_.base() + page_layout::abort_text);
+  }
   const transport::stall_record* stall_records() const noexcept {
     return reinterpret_cast<const transport::stall_record*>(page_.base() + layout_.stall);
   }
@@ -72,8 +77,8 @@ class process_resources {
   // portable); no device memory of a peer is opened.
   collcomm::detail::shm_segment conns_;
   bool conns_registered_ = false;
-  bool joined_ = false;       // every rank mapped everything: destruction waits for the others
-  void* mine_ = nullptr;      // this rank's exported allocation
+  bool joined_ = false;        // every rank mapped everything: destruction waits for the others
+  void* mine_ = nullptr;       // this rank's exported allocation
   std::vector<void*> opened_;  // (rank) a peer's allocation opened here, or null
 
   std::vector<int> dead_ranks() const {
@@ -91,9 +96,12 @@ class process_resources {
   // process is gone is an error naming it.
   std::vector<std::vector<std::byte>> post_round(std::span<const std::byte> mine, const char* what) {
     if (mine.size() > page_layout::post_bytes)
-      collcomm::detail::fail(errc::internal, what, rank_, "a mailbox post of " + std::to_string(mine.size()) + " bytes is too large");
+      collcomm::detail::fail(errc::internal, what, rank_,
+                             "a mailbox post of " + std::to_string(mine.size()) + " bytes is too large");
     const std::uint64_t round = ++rounds_;
-    auto post = [&](int q) { return page_.base() + layout_.mailbox + page_layout::post_stride * (2 * static_cast<std::size_t>(q) + round % 2); };
+    auto post = [&](int q) {
+      return page_.base() + layout_.mailbox + page_layout::post_stride * (2 * static_cast<std::size_t>(q) + round % 2);
+    };
     std::byte* p = post(rank_);
     const std::uint64_t size = mine.size();
     std::memcpy(p + 8, &size, 8);
@@ -103,12 +111,16 @@ class process_resources {
     const auto deadline = std::chrono::steady_clock::now() + timeout_;
     for (int q = 0; q < n_; ++q) {
       std::byte* o = post(q);
-      while (std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(o)).load(std::memory_order_acquire) != round) {
+      while (std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(o)).load(std::memory_order_acquire) !=
+             round) {
         if (!page_.rank_lock_held(q))
-          collcomm::detail::fail(errc::timeout, what, rank_, "the process of rank " + std::to_string(q) + " is gone (killed or exited)");
+          collcomm::detail::fail(errc::timeout, what, rank_,
+                                 "the process of rank " + std::to_string(q) + " is gone (killed or exited)");
         if (std::chrono::steady_clock::now() > deadline)
-          collcomm::detail::fail(errc::timeout, what, rank_, "timed out after " + std::to_string(timeout_.count()) + " ms waiting for rank " + std::to_string(q) +
-                                                                 " (every rank of the communicator must call split and dup, in the same order)");
+          collcomm::detail::fail(errc::timeout, what, rank_,
+                                 "timed out after " + std::to_string(timeout_.count()) + " ms waiting for rank " +
+                                     std::to_string(q) +
+                                     " (every rank of the communicator must call split and dup, in the same order)");
         std::this_thread::sleep_for(std::chrono::microseconds(50));
       }
       std::uint64_t size = 0;
@@ -139,7 +151,8 @@ class process_resources {
       if (p) cudaIpcCloseMemHandle(p);
     opened_.clear();
     if (page_ && joined_) {
-      std::atomic_ref<std::uint32_t>(*word(page_layout::departed + 4 * static_cast<std::size_t>(rank_))).store(1, std::memory_order_release);
+      std::atomic_ref<std::uint32_t>(*word(page_layout::departed + 4 * static_cast<std::size_t>(rank_)))
+          .store(1, std::memory_order_release);
       const auto deadline = std::chrono::steady_clock::now() + timeout_;
       for (int q = 0; q < n_; ++q) {
         auto& flag = *word(page_layout::departed + 4 * static_cast<std::size_t>(q));
@@ -164,7 +177,6 @@ class process_resources {
   page_layout layout_;
   std::uint64_t rounds_ = 0;  // mailbox rounds so far: equal on every rank
 };
-
 
 }  // namespace ipc_detail
 }  // namespace gpu

@@ -100,9 +100,9 @@ struct hello_record {
 
 struct memory_record {
   cudaIpcMemHandle_t handle;
-  std::uint64_t base;   // the raw pointer, for ranks of the same process
+  std::uint64_t base;  // the raw pointer, for ranks of the same process
   std::uint64_t bytes;
-  char status[384];     // "" or why this rank failed
+  char status[384];  // "" or why this rank failed
 };
 
 // The bootstrap a split's group joins with: a view of the parent's mailbox. Every round is one
@@ -110,7 +110,8 @@ struct memory_record {
 // members' posts, in new-rank order. join_world's exchanges only; send and recv are refused.
 class mailbox_bootstrap {
  public:
-  mailbox_bootstrap(process_resources& parent, std::vector<int> members, int rank) : parent_(&parent), members_(std::move(members)), rank_(rank) {}
+  mailbox_bootstrap(process_resources& parent, std::vector<int> members, int rank)
+      : parent_(&parent), members_(std::move(members)), rank_(rank) {}
   int rank() const noexcept { return rank_; }
   int size() const noexcept { return static_cast<int>(members_.size()); }
   int rounds() const noexcept { return rounds_; }
@@ -120,7 +121,9 @@ class mailbox_bootstrap {
     for (std::size_t i = 0; i < members_.size(); ++i) {
       const auto& v = all[static_cast<std::size_t>(members_[i])];
       if (v.size() != in.size())
-        collcomm::detail::fail(errc::invalid_usage, "split", rank_, "new rank " + std::to_string(i) + " gave " + std::to_string(v.size()) + " bytes, this rank " + std::to_string(in.size()));
+        collcomm::detail::fail(errc::invalid_usage, "split", rank_,
+                               "new rank " + std::to_string(i) + " gave " + std::to_string(v.size()) +
+                                   " bytes, this rank " + std::to_string(in.size()));
       std::memcpy(out.data() + i * in.size(), v.data(), v.size());
     }
   }
@@ -129,7 +132,9 @@ class mailbox_bootstrap {
   void recv(int, std::span<std::byte>) { refuse(); }
 
  private:
-  [[noreturn]] void refuse() const { collcomm::detail::fail(errc::internal, "split", rank_, "a split's bootstrap carries all-gathers only"); }
+  [[noreturn]] void refuse() const {
+    collcomm::detail::fail(errc::internal, "split", rank_, "a split's bootstrap carries all-gathers only");
+  }
   process_resources* parent_;
   std::vector<int> members_;
   int rank_;
@@ -156,7 +161,9 @@ std::shared_ptr<world> join_world(B& boot, int device, options opts) {
   int ndev = 0;
   detail::cuda_check(cudaGetDeviceCount(&ndev), "cudaGetDeviceCount", me);
   if (device < 0 || device >= ndev)
-    detail::fail(errc::invalid_argument, where, me, "argument 'device' = " + std::to_string(device) + " does not exist (" + std::to_string(ndev) + " visible)");
+    detail::fail(
+        errc::invalid_argument, where, me,
+        "argument 'device' = " + std::to_string(device) + " does not exist (" + std::to_string(ndev) + " visible)");
   detail::device_guard guard(device);
   cudaDeviceProp prop{};
   detail::cuda_check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties", me);
@@ -179,8 +186,8 @@ std::shared_ptr<world> join_world(B& boot, int device, options opts) {
     auto differs = [&](const char* name, auto mine, auto root) {
       if (mine != root)
         detail::fail(errc::invalid_argument, where, me,
-                     "rank " + std::to_string(q) + " passes option '" + name + "' = " + std::to_string(mine) + ", rank 0 passes " +
-                         std::to_string(root) + ": every rank must pass the same options");
+                     "rank " + std::to_string(q) + " passes option '" + name + "' = " + std::to_string(mine) +
+                         ", rank 0 passes " + std::to_string(root) + ": every rank must pass the same options");
     };
     differs("channels", h.channels, h0.channels);
     differs("slots", h.slots, h0.slots);
@@ -203,10 +210,13 @@ std::shared_ptr<world> join_world(B& boot, int device, options opts) {
   };
   const int on_gpu = sharing(me);
   if (on_gpu > kernels::max_launch_ranks)
-    detail::fail(errc::invalid_argument, where, me, std::to_string(on_gpu) + " ranks on this rank's GPU; one GPU takes at most " + std::to_string(kernels::max_launch_ranks));
+    detail::fail(errc::invalid_argument, where, me,
+                 std::to_string(on_gpu) + " ranks on this rank's GPU; one GPU takes at most " +
+                     std::to_string(kernels::max_launch_ranks));
   if (opts.channels == 0) {  // every rank computes the same: the SMs of the most shared GPU
     int most = 32;
-    for (int q = 0; q < n; ++q) most = std::min(most, std::max(1, hellos[static_cast<std::size_t>(q)].sms / sharing(q)));
+    for (int q = 0; q < n; ++q)
+      most = std::min(most, std::max(1, hellos[static_cast<std::size_t>(q)].sms / sharing(q)));
     opts.channels = most;
   }
   const int nc = opts.channels;
@@ -260,34 +270,44 @@ std::shared_ptr<world> join_world(B& boot, int device, options opts) {
     std::memcpy(rec.status, err.data(), std::min(err.size(), sizeof rec.status - 1));
     const auto recs = cd::all_gather_records(boot, rec);
     std::vector<std::string> errs(static_cast<std::size_t>(n));
-    for (int q = 0; q < n; ++q) errs[static_cast<std::size_t>(q)] = std::string(recs[static_cast<std::size_t>(q)].status, strnlen(recs[static_cast<std::size_t>(q)].status, sizeof rec.status));
+    for (int q = 0; q < n; ++q)
+      errs[static_cast<std::size_t>(q)] =
+          std::string(recs[static_cast<std::size_t>(q)].status,
+                      strnlen(recs[static_cast<std::size_t>(q)].status, sizeof rec.status));
     cd::check_statuses(errs, where, me, "the GPU world");
 
     // 3. Every rank maps the page and its peers' memory, and builds its tables.
     try {
       if (me != 0) res->page_ = cd::shm_segment::open(name, page.bytes, me);
       res->page_.lock_rank(me);
-      detail::cuda_check(cudaHostRegister(res->page(), page.bytes, cudaHostRegisterMapped | cudaHostRegisterPortable), "cudaHostRegister (control page)", me);
+      detail::cuda_check(cudaHostRegister(res->page(), page.bytes, cudaHostRegisterMapped | cudaHostRegisterPortable),
+                         "cudaHostRegister (control page)", me);
       res->registered_ = true;
       void* dpage = nullptr;
-      detail::cuda_check(cudaHostGetDevicePointer(&dpage, res->page(), 0), "cudaHostGetDevicePointer (control page)", me);
+      detail::cuda_check(cudaHostGetDevicePointer(&dpage, res->page(), 0), "cudaHostGetDevicePointer (control page)",
+                         me);
       char* dconns = nullptr;  // staged: the connections segment as this process's GPU addresses it
       if (staged) {
         if (me != 0) res->conns_ = cd::shm_segment::open(conns_name, staged_bytes, me);
-        detail::cuda_check(cudaHostRegister(res->conns_.base(), staged_bytes, cudaHostRegisterMapped | cudaHostRegisterPortable),
-                           "cudaHostRegister (connections in host memory)", me);
+        detail::cuda_check(
+            cudaHostRegister(res->conns_.base(), staged_bytes, cudaHostRegisterMapped | cudaHostRegisterPortable),
+            "cudaHostRegister (connections in host memory)", me);
         res->conns_registered_ = true;
         void* p = nullptr;
-        detail::cuda_check(cudaHostGetDevicePointer(&p, res->conns_.base(), 0), "cudaHostGetDevicePointer (connections in host memory)", me);
+        detail::cuda_check(cudaHostGetDevicePointer(&p, res->conns_.base(), 0),
+                           "cudaHostGetDevicePointer (connections in host memory)", me);
         dconns = static_cast<char*>(p);
       }
 
       res->opened_.assign(static_cast<std::size_t>(n), nullptr);
-      std::vector<char*> base(static_cast<std::size_t>(n));  // (rank) its allocation, in this address space; staged: none
+      std::vector<char*> base(
+          static_cast<std::size_t>(n));  // (rank) its allocation, in this address space; staged: none
       for (int q = 0; q < n && !staged; ++q) {
         const auto& r = recs[static_cast<std::size_t>(q)];
         if (r.bytes != total)
-          detail::fail(errc::internal, where, me, "rank " + std::to_string(q) + " allocated " + std::to_string(r.bytes) + " bytes, this rank " + std::to_string(total));
+          detail::fail(errc::internal, where, me,
+                       "rank " + std::to_string(q) + " allocated " + std::to_string(r.bytes) + " bytes, this rank " +
+                           std::to_string(total));
         const auto &hq = hellos[static_cast<std::size_t>(q)], &hm = hellos[static_cast<std::size_t>(me)];
         if (q == me) {
           base[static_cast<std::size_t>(q)] = static_cast<char*>(res->mine_);
@@ -304,7 +324,8 @@ std::shared_ptr<world> join_world(B& boot, int device, options opts) {
 
       std::vector<char*> receiver(static_cast<std::size_t>(n));
       for (int dst = 0; dst < n; ++dst)
-        receiver[static_cast<std::size_t>(dst)] = staged ? dconns + conn_bytes * static_cast<std::size_t>(dst) : base[static_cast<std::size_t>(dst)];
+        receiver[static_cast<std::size_t>(dst)] =
+            staged ? dconns + conn_bytes * static_cast<std::size_t>(dst) : base[static_cast<std::size_t>(dst)];
       w->install_fifo_table(layout.table(receiver), {device});
       // Direct primitives read peers' buffers from this table: every rank's window, on every channel
       // (staged: left null; FIFO schedules only write their own entry, which no one reads).
@@ -314,8 +335,10 @@ std::shared_ptr<world> join_world(B& boot, int device, options opts) {
           char* win = base[static_cast<std::size_t>(q)] + window_at;
           buffers[static_cast<std::size_t>(c) * n + q] = {win, win + opts.window_bytes};
         }
-      w->base_.buffers = static_cast<transport::buffer_pair*>(w->alloc(device, sizeof(transport::buffer_pair) * buffers.size()));
-      detail::cuda_check(cudaMemcpy(w->base_.buffers, buffers.data(), sizeof(transport::buffer_pair) * buffers.size(), cudaMemcpyHostToDevice),
+      w->base_.buffers =
+          static_cast<transport::buffer_pair*>(w->alloc(device, sizeof(transport::buffer_pair) * buffers.size()));
+      detail::cuda_check(cudaMemcpy(w->base_.buffers, buffers.data(), sizeof(transport::buffer_pair) * buffers.size(),
+                                    cudaMemcpyHostToDevice),
                          "gpu::world::join: cudaMemcpy", me);
 
       transport::handle_fields& h = w->base_;
@@ -323,7 +346,8 @@ std::shared_ptr<world> join_world(B& boot, int device, options opts) {
       h.nchannels = nc;
       h.slots = static_cast<std::uint32_t>(opts.slots);
       h.slot_bytes = static_cast<std::uint32_t>(opts.slot_bytes);
-      h.timeout_ns = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(opts.timeout).count());
+      h.timeout_ns =
+          static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(opts.timeout).count());
       // Counters of ranks all on one GPU meet in its L2 whichever process wrote them (with MPS its
       // clients share the GPU; without it, contexts switch): device scope, as a world of threads
       // on one GPU. Ranks on several GPUs need system scope. (The abort word and the stall records
@@ -378,7 +402,9 @@ std::shared_ptr<world> join_world(B& boot, int device, options opts) {
 inline std::shared_ptr<world> split_world(world& parent, int rank, int color, int key) {
   const char* what = "split";
   if (!parent.is_process() || rank != parent.process().rank)
-    detail::fail(errc::invalid_usage, what, rank, "split and dup need a GPU world of processes (communicator(bootstrap, device)); a world of threads has no control page to share");
+    detail::fail(errc::invalid_usage, what, rank,
+                 "split and dup need a GPU world of processes (communicator(bootstrap, device)); a world of threads "
+                 "has no control page to share");
   parent.check_usable(what, rank);
   if (color < 0) color = no_color;
   const std::int32_t mine[2] = {color, key};
@@ -392,8 +418,10 @@ inline std::shared_ptr<world> split_world(world& parent, int rank, int color, in
     keys[q] = ck[1];
     if (color >= 0 && ck[0] == color) members.push_back(static_cast<int>(q));
   }
-  std::stable_sort(members.begin(), members.end(), [&](int a, int b) { return keys[static_cast<std::size_t>(a)] < keys[static_cast<std::size_t>(b)]; });
-  const int new_rank = color >= 0 ? static_cast<int>(std::find(members.begin(), members.end(), rank) - members.begin()) : -1;
+  std::stable_sort(members.begin(), members.end(),
+                   [&](int a, int b) { return keys[static_cast<std::size_t>(a)] < keys[static_cast<std::size_t>(b)]; });
+  const int new_rank =
+      color >= 0 ? static_cast<int>(std::find(members.begin(), members.end(), rank) - members.begin()) : -1;
   ipc_detail::mailbox_bootstrap sub(r, std::move(members), new_rank);
   std::shared_ptr<world> child;
   std::exception_ptr failed;

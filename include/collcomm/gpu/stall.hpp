@@ -29,19 +29,22 @@ inline void check_stall(world& w, int rank) {
     // and a client SIGKILLed while its kernel reads host memory it registered (transport::pcie's
     // staged connections) faults as its mappings go: name the rank whose process is gone.
     const cudaError_t e = cudaPeekAtLastError();
-    if (e == cudaErrorIllegalAddress || e == cudaErrorLaunchFailure || e == cudaErrorMisalignedAddress || e == cudaErrorIllegalInstruction ||
-        e == cudaErrorHardwareStackError || e == cudaErrorInvalidPc || e == cudaErrorInvalidAddressSpace || e == cudaErrorMpsClientTerminated) {
+    if (e == cudaErrorIllegalAddress || e == cudaErrorLaunchFailure || e == cudaErrorMisalignedAddress ||
+        e == cudaErrorIllegalInstruction || e == cudaErrorHardwareStackError || e == cudaErrorInvalidPc ||
+        e == cudaErrorInvalidAddressSpace || e == cudaErrorMpsClientTerminated) {
       std::string msg = std::string("this process's GPU context failed (") + cudaGetErrorString(e) + ")";
       // The fault can arrive while the dead process is still being torn down (its liveness lock
       // not yet released: seen 180 ms after the kill): look again for up to the timeout (at most
       // 5 s: a context can also fail for reasons of its own, a user's kernel for one).
       std::vector<int> dead;
-      const auto until = std::chrono::steady_clock::now() + std::min<std::chrono::steady_clock::duration>(w.opts().timeout, std::chrono::seconds(5));
+      const auto until = std::chrono::steady_clock::now() +
+                         std::min<std::chrono::steady_clock::duration>(w.opts().timeout, std::chrono::seconds(5));
       while ((dead = w.dead_ranks()).empty() && std::chrono::steady_clock::now() < until)
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
       if (!dead.empty())
         msg += "; the process of rank(s) " + detail::rank_list(dead) +
-               " is gone (killed or exited): under MPS a client that dies during a call can fault every client of the GPU; this process must exit to use CUDA again";
+               " is gone (killed or exited): under MPS a client that dies during a call can fault every client of the "
+               "GPU; this process must exit to use CUDA again";
       w.mark_failed(msg);
       detail::fail(errc::system, "gpu collective", rank, msg);
     }
@@ -50,7 +53,7 @@ inline void check_stall(world& w, int rank) {
   auto scan = [&] {
     for (int r = 0; r < w.size() && !s.stalled; ++r) {
       s = w.stall_of((rank + r) % w.size());  // this rank's own record first
-      if (s.stalled == 2) {                      // being written: it is a few stores from done
+      if (s.stalled == 2) {                   // being written: it is a few stores from done
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
         s = w.stall_of((rank + r) % w.size());
       }
@@ -68,10 +71,11 @@ inline void check_stall(world& w, int rank) {
     if (!s.stalled) w.check_usable("gpu collective", rank);
   }
   if (!s.stalled) return;
-  const char* what = s.what == transport::stall_recv ? "a message from"
+  const char* what = s.what == transport::stall_recv        ? "a message from"
                      : s.what == transport::stall_send_slot ? "a free slot towards"
-                     : s.what == transport::stall_size ? "a message of the expected size (counts differ across ranks) from"
-                     : "the barrier";
+                     : s.what == transport::stall_size
+                         ? "a message of the expected size (counts differ across ranks) from"
+                         : "the barrier";
   std::string msg = std::string("rank ") + std::to_string(s.rank) + " timed out waiting for " + what;
   if (s.peer != no_peer) msg += " rank " + std::to_string(s.peer);
   msg += " (channel " + std::to_string(s.channel) + ", step " + std::to_string(s.step) + ")";

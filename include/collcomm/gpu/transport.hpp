@@ -36,7 +36,8 @@ struct transport_traits;  // specialized for each GPU transport below
 template <>
 struct transport_traits<transport::nvlink> {
   static constexpr placement connections = placement::device;
-  using handles = handle_list<transport::nvlink_handle<transport::scope_device>, transport::nvlink_handle<transport::scope_system>>;
+  using handles =
+      handle_list<transport::nvlink_handle<transport::scope_device>, transport::nvlink_handle<transport::scope_system>>;
   static int handle_index(const world& w) { return w.scope_is_device() ? 0 : 1; }
 };
 template <>
@@ -62,7 +63,8 @@ template <class K, class Algo, class Tuning, class T, class Op, class... Handles
 void launch_handle(handle_list<Handles...>, int index, world& w, int rank, const coll_args& a, const T* in, T* out,
                    const Op& op, cudaStream_t stream, void* stage) {
   int i = 0;
-  (void)((i++ == index ? (launch_on<K, Algo, Tuning, Handles>(w, rank, a, in, out, op, stream, stage), true) : false) || ...);
+  (void)((i++ == index ? (launch_on<K, Algo, Tuning, Handles>(w, rank, a, in, out, op, stream, stage), true) : false) ||
+         ...);
 }
 }  // namespace launch_detail
 
@@ -70,8 +72,9 @@ void launch_handle(handle_list<Handles...>, int index, world& w, int rank, const
 // kernels taking the device handle the world was made for (transport_traits<Tr>::handle_index).
 template <class K, class Algo, tuning_like Tuning = tuning<>, gpu_transport Tr = transport::nvlink, class T, class Op>
 void launch(world& w, int rank, coll_args a, const T* in, T* out, Op op, cudaStream_t stream, void* stage = nullptr) {
-  launch_detail::launch_handle<K, Algo, Tuning>(typename transport_traits<Tr>::handles{}, transport_traits<Tr>::handle_index(w),
-                                                w, rank, a, in, out, op, stream, stage);
+  launch_detail::launch_handle<K, Algo, Tuning>(typename transport_traits<Tr>::handles{},
+                                                transport_traits<Tr>::handle_index(w), w, rank, a, in, out, op, stream,
+                                                stage);
 }
 
 namespace launch_detail {

@@ -65,8 +65,8 @@ class world {
     }
     if (static_cast<int>(devices.size()) != nranks)
       detail::fail(errc::invalid_argument, "gpu::world", no_rank,
-                   "argument 'devices' has " + std::to_string(devices.size()) + " entries for " + std::to_string(nranks) +
-                       " ranks");
+                   "argument 'devices' has " + std::to_string(devices.size()) + " entries for " +
+                       std::to_string(nranks) + " ranks");
     int ndev = 0;
     detail::cuda_check(cudaGetDeviceCount(&ndev), "gpu::world");
     for (int r = 0; r < nranks; ++r)
@@ -80,16 +80,18 @@ class world {
                      std::to_string(ranks_on_device(d)) + " ranks on GPU " + std::to_string(d) +
                          "; one GPU takes at most " + std::to_string(kernels::max_launch_ranks));
       if (opts_.launch == launch_mode::per_rank && ranks_on_device(d) > 1)
-        detail::fail(errc::invalid_argument, "gpu::world", no_rank,
-                     "option 'launch' = per_rank with " + std::to_string(ranks_on_device(d)) + " ranks on GPU " +
-                         std::to_string(d) +
-                         ": ranks sharing a GPU must launch grouped (separate kernels of several streams need not run at once)");
+        detail::fail(
+            errc::invalid_argument, "gpu::world", no_rank,
+            "option 'launch' = per_rank with " + std::to_string(ranks_on_device(d)) + " ranks on GPU " +
+                std::to_string(d) +
+                ": ranks sharing a GPU must launch grouped (separate kernels of several streams need not run at once)");
     }
     if (opts_.channels == 0) {
       int most = 32;  // as NCCL's ring; beyond, connection memory grows and a block's share shrinks
       for (int d : devices_) {
         int sms = 0;
-        detail::cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d), "gpu::world: cudaDeviceGetAttribute");
+        detail::cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d),
+                           "gpu::world: cudaDeviceGetAttribute");
         most = std::min(most, std::max(1, sms / ranks_on_device(d)));
       }
       opts_.channels = most;
@@ -129,8 +131,7 @@ class world {
     if (proc_.resources) proc_.resources->abort(rank, why);
     try {
       mark_failed("rank " + std::to_string(rank) + " aborted the communicator" + (why.empty() ? "" : ": " + why));
-    } catch (...) {
-    }
+    } catch (...) {}
   }
 
   int size() const noexcept { return nranks_; }
@@ -171,10 +172,12 @@ class world {
     if (is_process()) {
       const std::uint32_t word = shared_abort_word();
       if (word == 2)
-        detail::fail(errc::aborted, what, rank, std::string("the communicator was aborted: ") + proc_.resources->abort_text());
+        detail::fail(errc::aborted, what, rank,
+                     std::string("the communicator was aborted: ") + proc_.resources->abort_text());
       if (word != 0 && !failed_.load())
         detail::fail(errc::aborted, what, rank,
-                     "the communicator failed earlier: a wait of some rank timed out (communicator::check() on each rank says which)");
+                     "the communicator failed earlier: a wait of some rank timed out (communicator::check() on each "
+                     "rank says which)");
     }
     if (!failed_.load()) return;
     std::lock_guard<std::mutex> lock(failed_mutex_);
@@ -203,11 +206,11 @@ class world {
     const void* kernel = nullptr;              // the composition the first arrival asked for
     int channels = 0;                          // and its launch parameters (its tuning's)
     std::uint32_t slot_bytes = 0;
-    std::string mismatch;                      // ranks asked for different compositions
-    std::vector<unsigned char> params;         // the next launch's kernel_params, filled by each arrival
-    std::vector<cudaEvent_t> ready;            // (local rank): recorded on its stream when it arrived
-    cudaEvent_t done = nullptr;                // recorded after the kernel, on the launching stream
-    std::string result;                        // the last launch's error ("" if it was enqueued)
+    std::string mismatch;               // ranks asked for different compositions
+    std::vector<unsigned char> params;  // the next launch's kernel_params, filled by each arrival
+    std::vector<cudaEvent_t> ready;     // (local rank): recorded on its stream when it arrived
+    cudaEvent_t done = nullptr;         // recorded after the kernel, on the launching stream
+    std::string result;                 // the last launch's error ("" if it was enqueued)
     // send_recv between ranks of this GPU: (src, dst) local indices, messages sent in earlier
     // launches and not yet received, and their bytes (gpu/launch.hpp, check_p2p_launch).
     std::vector<std::int64_t> p2p_pending;
@@ -247,7 +250,8 @@ class world {
     host_allocations_.push_back(p);
     std::memset(p, 0, bytes);
     void* dp = nullptr;
-    detail::cuda_check(cudaHostGetDevicePointer(&dp, p, 0), "gpu::world: cudaHostGetDevicePointer (connections in host memory)");
+    detail::cuda_check(cudaHostGetDevicePointer(&dp, p, 0),
+                       "gpu::world: cudaHostGetDevicePointer (connections in host memory)");
     return dp;
   }
   // Connection memory as options::connections says.
@@ -261,8 +265,9 @@ class world {
       for (auto& ft : fifo_tables_) have |= ft.first == d;
       if (have) continue;
       auto* t = static_cast<transport::fifo_view*>(alloc(d, sizeof(transport::fifo_view) * table.size()));
-      detail::cuda_check(cudaMemcpy(t, table.data(), sizeof(transport::fifo_view) * table.size(), cudaMemcpyHostToDevice),
-                         "gpu::world: cudaMemcpy");
+      detail::cuda_check(
+          cudaMemcpy(t, table.data(), sizeof(transport::fifo_view) * table.size(), cudaMemcpyHostToDevice),
+          "gpu::world: cudaMemcpy");
       fifo_tables_.push_back({d, t});
     }
   }
@@ -274,14 +279,16 @@ class world {
     const transport::connection_layout layout{n, nc, opts_.slots, opts_.slot_bytes};
     std::vector<char*> receiver(static_cast<std::size_t>(n));
     for (int dst = 0; dst < n; ++dst)
-      receiver[static_cast<std::size_t>(dst)] = static_cast<char*>(alloc_connections(device_of(dst), layout.per_receiver()));
+      receiver[static_cast<std::size_t>(dst)] =
+          static_cast<char*>(alloc_connections(device_of(dst), layout.per_receiver()));
     install_fifo_table(layout.table(receiver), devices_);
 
     base_.nranks = n;
     base_.nchannels = nc;
     base_.slots = static_cast<std::uint32_t>(opts_.slots);
     base_.slot_bytes = static_cast<std::uint32_t>(opts_.slot_bytes);
-    base_.timeout_ns = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(opts_.timeout).count());
+    base_.timeout_ns =
+        static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(opts_.timeout).count());
     const int d0 = devices_[0];
     scope_is_device_ = opts_.connections == placement::device && ranks_on_device(d0) == n;
     // Words every rank's kernel reaches: with staged connections across GPUs they cannot sit in
@@ -303,8 +310,9 @@ class world {
         if (!have) entry_aborts_.push_back({d, static_cast<std::uint32_t*>(alloc(d, sizeof(std::uint32_t)))});
       }
     void* stall = nullptr;
-    detail::cuda_check(cudaHostAlloc(&stall, sizeof(transport::stall_record) * n, cudaHostAllocMapped | cudaHostAllocPortable),
-                       "gpu::world: cudaHostAlloc");
+    detail::cuda_check(
+        cudaHostAlloc(&stall, sizeof(transport::stall_record) * n, cudaHostAllocMapped | cudaHostAllocPortable),
+        "gpu::world: cudaHostAlloc");
     std::memset(stall, 0, sizeof(transport::stall_record) * n);
     host_stall_ = stall;
     stall_view_ = stall;
@@ -325,7 +333,8 @@ class world {
       g->p2p_pending_bytes.assign(g->ranks.size() * g->ranks.size(), 0);
       detail::device_guard guard(d);
       g->ready.resize(g->ranks.size(), nullptr);
-      for (auto& e : g->ready) detail::cuda_check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "gpu::world: cudaEventCreate");
+      for (auto& e : g->ready)
+        detail::cuda_check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "gpu::world: cudaEventCreate");
       detail::cuda_check(cudaEventCreateWithFlags(&g->done, cudaEventDisableTiming), "gpu::world: cudaEventCreate");
       groups_.push_back(std::move(g));
     }
@@ -357,12 +366,12 @@ class world {
   bool scope_is_device_ = false;
   transport::handle_fields base_{};
   std::vector<std::pair<int, transport::fifo_view*>> fifo_tables_;  // (device, table on it)
-  std::vector<std::pair<int, std::uint32_t*>> entry_aborts_;       // (device, its entry word) where `abort` is host memory
+  std::vector<std::pair<int, std::uint32_t*>> entry_aborts_;  // (device, its entry word) where `abort` is host memory
   std::vector<std::pair<int, void*>> allocations_;
-  std::vector<void*> host_allocations_;                 // placement::host connections: pinned, mapped
+  std::vector<void*> host_allocations_;                // placement::host connections: pinned, mapped
   std::vector<std::unique_ptr<launch_group>> groups_;  // one per GPU in use
-  void* host_stall_ = nullptr;                          // worlds of threads: pinned, mapped; ours to free
-  const void* stall_view_ = nullptr;                    // the records' host view (in a world of processes, the control page)
+  void* host_stall_ = nullptr;                         // worlds of threads: pinned, mapped; ours to free
+  const void* stall_view_ = nullptr;  // the records' host view (in a world of processes, the control page)
   std::atomic<bool> failed_{false};
   mutable std::mutex failed_mutex_;
   std::string failed_why_;

@@ -44,7 +44,9 @@ class connection {
   // The two counters, a cache line each (written by different ranks).
   static constexpr std::size_t counter_bytes = 128;
 
-  static constexpr std::size_t stride_of(std::size_t slot_bytes) noexcept { return header_bytes + (slot_bytes + 63) / 64 * 64; }
+  static constexpr std::size_t stride_of(std::size_t slot_bytes) noexcept {
+    return header_bytes + (slot_bytes + 63) / 64 * 64;
+  }
   static constexpr std::size_t block_bytes(int slots, std::size_t slot_bytes) noexcept {
     return counter_bytes + stride_of(slot_bytes) * static_cast<std::size_t>(slots);
   }

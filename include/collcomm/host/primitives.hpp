@@ -282,8 +282,8 @@ class primitives {
 
   void check_message(index_t n, const char* prim) const {
     if (n > slot_elems_)
-      schedule_bug(std::string(prim) + " of " + std::to_string(n) + " elements exceeds slot_elems() = " +
-                   std::to_string(slot_elems_));
+      schedule_bug(std::string(prim) + " of " + std::to_string(n) +
+                   " elements exceeds slot_elems() = " + std::to_string(slot_elems_));
   }
 
   void check_peer(int p, const char* prim) const {
@@ -296,8 +296,7 @@ class primitives {
     const index_t size = b.which == buffer::input ? in_elems_ : out_elems_;
     if (b.offset > size || n > size - b.offset)
       schedule_bug(std::string(prim) + " reads " + span_text(b, n) + " but this rank's " +
-                   (b.which == buffer::input ? "input" : "output") + " has " + std::to_string(size) +
-                   " elements here");
+                   (b.which == buffer::input ? "input" : "output") + " has " + std::to_string(size) + " elements here");
     return b.which == buffer::input ? in_ + b.offset : out_ + b.offset;
   }
 

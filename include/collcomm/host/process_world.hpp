@@ -76,10 +76,15 @@ std::shared_ptr<world> make_process_world(B& boot, options opt = {}) {
   const char* where = "host::make_process_world";
   world::check_options(n, opt, where);
 
-  detail::hello_record hello{r == 0 ? collcomm::detail::random_token() : 0, static_cast<std::int64_t>(::getpid()), opt.channels,
-                             opt.slots,   opt.slot_bytes,  opt.window_bytes};
+  detail::hello_record hello{r == 0 ? collcomm::detail::random_token() : 0,
+                             static_cast<std::int64_t>(::getpid()),
+                             opt.channels,
+                             opt.slots,
+                             opt.slot_bytes,
+                             opt.window_bytes};
   std::vector<std::byte> all(sizeof hello * static_cast<std::size_t>(n));
-  boot.all_gather(std::span<const std::byte>(reinterpret_cast<const std::byte*>(&hello), sizeof hello), std::span<std::byte>(all));
+  boot.all_gather(std::span<const std::byte>(reinterpret_cast<const std::byte*>(&hello), sizeof hello),
+                  std::span<std::byte>(all));
   std::vector<detail::hello_record> hellos(static_cast<std::size_t>(n));
   std::memcpy(hellos.data(), all.data(), all.size());
   for (int q = 1; q < n; ++q) {
@@ -89,7 +94,8 @@ std::shared_ptr<world> make_process_world(B& boot, options opt = {}) {
       if (mine != root)
         collcomm::detail::fail(errc::invalid_argument, where, r,
                                "rank " + std::to_string(q) + " passes option '" + name + "' = " + std::to_string(mine) +
-                                   ", rank 0 passes " + std::to_string(root) + ": every rank must pass the same options");
+                                   ", rank 0 passes " + std::to_string(root) +
+                                   ": every rank must pass the same options");
     };
     differs("channels", h.channels, h0.channels);
     differs("slots", h.slots, h0.slots);
@@ -178,17 +184,22 @@ inline std::shared_ptr<world> split_world(world& parent, int rank, int color, in
     const rank_info& o = parent.info(q);
     if (o.split_seq != seq)
       parent.fail(errc::invalid_usage, what, rank,
-                  "rank " + std::to_string(q) + " is in split #" + std::to_string(o.split_seq) + ", this rank in split #" +
-                      std::to_string(seq) + ": every rank must call split and dup in the same order");
+                  "rank " + std::to_string(q) + " is in split #" + std::to_string(o.split_seq) +
+                      ", this rank in split #" + std::to_string(seq) +
+                      ": every rank must call split and dup in the same order");
     if (color >= 0 && o.color == color) members.push_back(q);
   }
-  std::stable_sort(members.begin(), members.end(), [&](int a, int b) { return parent.info(a).key < parent.info(b).key; });
+  std::stable_sort(members.begin(), members.end(),
+                   [&](int a, int b) { return parent.info(a).key < parent.info(b).key; });
   const bool in_group = color >= 0;
   const int new_n = static_cast<int>(members.size());
-  const int new_rank = in_group ? static_cast<int>(std::find(members.begin(), members.end(), rank) - members.begin()) : -1;
+  const int new_rank =
+      in_group ? static_cast<int>(std::find(members.begin(), members.end(), rank) - members.begin()) : -1;
   const int leader = in_group ? members[0] : -1;
-  const std::string name = collcomm::detail::segment_name(parent.token(), "s" + std::to_string(seq) + "r" + std::to_string(leader));
-  const std::uint64_t child_token = collcomm::detail::mix64(parent.token() ^ collcomm::detail::mix64(seq * 0x100000001b3ull + static_cast<std::uint64_t>(leader)));
+  const std::string name =
+      collcomm::detail::segment_name(parent.token(), "s" + std::to_string(seq) + "r" + std::to_string(leader));
+  const std::uint64_t child_token = collcomm::detail::mix64(
+      parent.token() ^ collcomm::detail::mix64(seq * 0x100000001b3ull + static_cast<std::uint64_t>(leader)));
   const options opt = parent.opts();
   const segment_layout layout(in_group ? new_n : 1, opt);
 
@@ -249,7 +260,8 @@ inline std::shared_ptr<world> split_world(world& parent, int rank, int color, in
 template <class T>
 class staged_call {
  public:
-  staged_call(world& w, int rank, const char* what, const char* algo, const T* in, index_t in_elems, T* out, index_t out_elems)
+  staged_call(world& w, int rank, const char* what, const char* algo, const T* in, index_t in_elems, T* out,
+              index_t out_elems)
       : user_out_(out), out_bytes_(out_elems * sizeof(T)) {
     const std::size_t in_bytes = in_elems * sizeof(T);
     std::byte* win = w.window(rank);
@@ -267,7 +279,8 @@ class staged_call {
     }
     if (need > w.window_bytes())
       collcomm::detail::fail(errc::invalid_argument, what, rank,
-                             std::string("algorithm ") + algo + " reads peers' buffers, which across processes go through " +
+                             std::string("algorithm ") + algo +
+                                 " reads peers' buffers, which across processes go through " +
                                  "each rank's window of the shared segment: this call needs " + std::to_string(need) +
                                  " bytes, more than option 'window_bytes' = " + std::to_string(w.window_bytes()) +
                                  "; raise it, or use a FIFO algorithm (ring, tree, pairwise)");

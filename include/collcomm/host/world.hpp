@@ -212,8 +212,8 @@ class world {
       detail::sys_atomic<std::uint32_t>(info_[rank_].departed).store(1, cuda::std::memory_order_release);
       return;  // seg_ unmaps and closes
     }
-    const std::size_t total = static_cast<std::size_t>(opt_.channels) * static_cast<std::size_t>(nranks_) *
-                              static_cast<std::size_t>(nranks_);
+    const std::size_t total =
+        static_cast<std::size_t>(opt_.channels) * static_cast<std::size_t>(nranks_) * static_cast<std::size_t>(nranks_);
     for (std::size_t i = 0; i < total; ++i)
       if (blocks_[i] != nullptr) ::operator delete[](blocks_[i], std::align_val_t{64});
   }
@@ -227,11 +227,12 @@ class world {
 
   // The connection (channel, src -> dst), made on first use by either end.
   connection connect(int channel, int src, int dst) {
-    const std::size_t i = (static_cast<std::size_t>(channel) * static_cast<std::size_t>(nranks_) +
-                           static_cast<std::size_t>(src)) *
-                              static_cast<std::size_t>(nranks_) +
-                          static_cast<std::size_t>(dst);
-    if (seg_) return connection(seg_.base() + layout_.connections + i * layout_.connection_bytes, opt_.slots, opt_.slot_bytes);
+    const std::size_t i =
+        (static_cast<std::size_t>(channel) * static_cast<std::size_t>(nranks_) + static_cast<std::size_t>(src)) *
+            static_cast<std::size_t>(nranks_) +
+        static_cast<std::size_t>(dst);
+    if (seg_)
+      return connection(seg_.base() + layout_.connections + i * layout_.connection_bytes, opt_.slots, opt_.slot_bytes);
     detail::sys_atomic<std::byte*> ref(blocks_[i]);
     // Acquire: the block's zeroed counters happen before their use by the other end.
     std::byte* block = ref.load(cuda::std::memory_order_acquire);
@@ -241,7 +242,8 @@ class world {
       std::byte* made = static_cast<std::byte*>(::operator new[](bytes, std::align_val_t{64}));
       std::memset(made, 0, connection::counter_bytes);
       std::byte* expected = nullptr;
-      if (ref.compare_exchange_strong(expected, made, cuda::std::memory_order_acq_rel, cuda::std::memory_order_acquire)) {
+      if (ref.compare_exchange_strong(expected, made, cuda::std::memory_order_acq_rel,
+                                      cuda::std::memory_order_acquire)) {
         block = made;
       } else {
         ::operator delete[](made, std::align_val_t{64});
@@ -330,7 +332,9 @@ class world {
   // before everything any rank does after it leaves.
   void barrier(int channel, int rank, const char* what) {
     const std::size_t base = static_cast<std::size_t>(channel) * static_cast<std::size_t>(nranks_);
-    auto count = [&](int r) { return detail::sys_atomic<std::uint64_t>(arrivals_[base + static_cast<std::size_t>(r)].value); };
+    auto count = [&](int r) {
+      return detail::sys_atomic<std::uint64_t>(arrivals_[base + static_cast<std::size_t>(r)].value);
+    };
     const std::uint64_t gen = count(rank).load(cuda::std::memory_order_relaxed) + 1;
     count(rank).store(gen, cuda::std::memory_order_release);
     for (int r = 0; r < nranks_; ++r)
@@ -345,7 +349,8 @@ class world {
         [&] {
           std::string missing;
           for (int r = 0; r < nranks_; ++r)
-            if (count(r).load(cuda::std::memory_order_acquire) < gen) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+            if (count(r).load(cuda::std::memory_order_acquire) < gen)
+              missing += (missing.empty() ? "" : ", ") + std::to_string(r);
           timeout(what, rank,
                   "at barrier #" + std::to_string(gen) + " on channel " + std::to_string(channel) +
                       " waiting for rank(s) " + missing + " to arrive");
@@ -468,7 +473,8 @@ class world {
     c->slot_bytes = o.slot_bytes;
     c->window_bytes = o.window_bytes;
     c->token = token;
-    detail::sys_atomic<std::uint64_t>(c->magic).store(detail::control_block::magic_value, cuda::std::memory_order_release);
+    detail::sys_atomic<std::uint64_t>(c->magic).store(detail::control_block::magic_value,
+                                                      cuda::std::memory_order_release);
   }
   // Empty when the segment at `base` holds a world of these ranks and options, else what differs.
   static std::string check_segment(const std::byte* base, int nranks, const options& o) {
@@ -545,16 +551,16 @@ class world {
   detail::padded_counter* arrivals_ = nullptr;  // (channel, rank): barriers entered; channels + 1 channels
   detail::doorbell* doorbells_ = nullptr;       // (rank)
   // Threads only.
-  std::unique_ptr<std::byte*[]> blocks_;               // (channel, src, dst): connection blocks, made on first use
+  std::unique_ptr<std::byte*[]> blocks_;  // (channel, src, dst): connection blocks, made on first use
   std::unique_ptr<detail::control_block> own_control_;
   std::unique_ptr<detail::padded_counter[]> own_arrivals_;
-  std::unique_ptr<exposed_buffers[]> own_exposed_;     // (channel, rank)
+  std::unique_ptr<exposed_buffers[]> own_exposed_;  // (channel, rank)
   std::unique_ptr<detail::doorbell[]> own_doorbells_;
   // Processes only.
   collcomm::detail::shm_segment seg_;
   detail::segment_layout layout_{1, options{}};
-  detail::rank_info* info_ = nullptr;                  // (rank)
-  detail::shared_exposed* shared_exposed_ = nullptr;   // (channel, rank)
+  detail::rank_info* info_ = nullptr;                 // (rank)
+  detail::shared_exposed* shared_exposed_ = nullptr;  // (channel, rank)
   std::chrono::steady_clock::time_point next_liveness_check_{};
   std::uint64_t split_seq_ = 0;
   // Both.

@@ -74,46 +74,20 @@ class block_primitives {
   }
 
   // Direct family (load/store transports only).
-  __device__ void publish_buffers()
-    requires load_store
-  {
-    direct::publish_buffers(c_);
-  }
+  __device__ void publish_buffers() requires load_store { direct::publish_buffers(c_); }
   // The launch carries every rank of the world (all on this GPU): peers' buffers are in the
   // launch's parameters (`ranks`, indexed by rank: a GPU's ranks launch in ascending order).
-  __device__ void use_launch_buffers(const rank_params<T, Op>* ranks)
-    requires load_store
-  {
-    c_.launch = ranks;
-  }
-  __device__ void stage_input(char* window, std::size_t offset, range r)
-    requires load_store
-  {
+  __device__ void use_launch_buffers(const rank_params<T, Op>* ranks) requires load_store { c_.launch = ranks; }
+  __device__ void stage_input(char* window, std::size_t offset, range r) requires load_store {
     direct::stage_input(c_, window, offset, r);
   }
-  __device__ void barrier()
-    requires load_store
-  {
-    direct::barrier(c_);
-  }
-  __device__ void entry_barrier()
-    requires load_store
-  {
-    direct::entry_barrier(c_);
-  }
-  __device__ void exit_barrier()
-    requires load_store
-  {
-    direct::exit_barrier(c_);
-  }
-  __device__ void direct_reduce_copy(buf_ref src, buf_ref dst, index_t n, bool fin)
-    requires load_store
-  {
+  __device__ void barrier() requires load_store { direct::barrier(c_); }
+  __device__ void entry_barrier() requires load_store { direct::entry_barrier(c_); }
+  __device__ void exit_barrier() requires load_store { direct::exit_barrier(c_); }
+  __device__ void direct_reduce_copy(buf_ref src, buf_ref dst, index_t n, bool fin) requires load_store {
     direct::direct_reduce_copy(c_, src, dst, n, fin);
   }
-  __device__ void direct_copy(int from, buf_ref src, buf_ref dst, index_t n)
-    requires load_store
-  {
+  __device__ void direct_copy(int from, buf_ref src, buf_ref dst, index_t n) requires load_store {
     direct::direct_copy(c_, from, src, dst, n);
   }
 

@@ -43,11 +43,11 @@ struct channel_state {
   Op op;
   int rank;
   int channel;
-  std::uint64_t* send_step;  // shared memory, (peer): messages sent so far
-  std::uint64_t* recv_step;  // shared memory, (peer): messages received so far
-  std::uint64_t* head_seen;  // shared memory, (peer): the last head value seen, zero at kernel start
-  const void** peer_ptrs;    // shared memory, (rank)
-  int* aborted;              // shared memory
+  std::uint64_t* send_step;                    // shared memory, (peer): messages sent so far
+  std::uint64_t* recv_step;                    // shared memory, (peer): messages received so far
+  std::uint64_t* head_seen;                    // shared memory, (peer): the last head value seen, zero at kernel start
+  const void** peer_ptrs;                      // shared memory, (rank)
+  int* aborted;                                // shared memory
   const rank_params<T, Op>* launch = nullptr;  // every rank's buffers, when one launch carries them all
   std::size_t peer_in_offset = 0;              // set by stage_input: peers' inputs sit this far into their windows
 

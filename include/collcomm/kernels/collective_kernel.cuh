@@ -36,8 +36,10 @@ inline constexpr int max_launch_ranks = 32;
 // to this rank's IPC window, and staging it there in the kernel saves a copy before it.
 template <class K, class Algo>
 constexpr bool stages_channel_range() {
-  if constexpr (requires { Algo::template peers_read_channel_range<K>; }) return Algo::template peers_read_channel_range<K>;
-  else return false;
+  if constexpr (requires { Algo::template peers_read_channel_range<K>; })
+    return Algo::template peers_read_channel_range<K>;
+  else
+    return false;
 }
 
 template <class Handle, class T, class Op>
@@ -106,7 +108,8 @@ COLLCOMM_KERNEL void __launch_bounds__(Tuning::threads)
         half_at = static_cast<std::size_t>(2 + (k & 1)) * p.h.window_bytes;
       }
       __syncthreads();
-      prims.stage_input(static_cast<char*>(p.stage), half_at, channel_range(a.count, channel, a.nchannels, prims.align_elems()));
+      prims.stage_input(static_cast<char*>(p.stage), half_at,
+                        channel_range(a.count, channel, a.nchannels, prims.align_elems()));
     }
   }
   Algo::run(K{}, prims, a);

@@ -32,7 +32,8 @@ struct direct_family {
   // Makes this call's buffers reachable by direct peers. The schedule's first barrier publishes
   // it; its last barrier keeps it valid while peers read.
   __device__ static void publish_buffers(State& c) {
-    if (threadIdx.x == 0 && !c.launch) c.h.buffers[c.channel * c.h.nranks + c.rank] = transport::buffer_pair{c.in, c.out};
+    if (threadIdx.x == 0 && !c.launch)
+      c.h.buffers[c.channel * c.h.nranks + c.rank] = transport::buffer_pair{c.in, c.out};
   }
 
   // Every rank's block of this channel arrives, then waits for all. The arrival counter only
@@ -56,15 +57,19 @@ struct direct_family {
   // after every rank's inputs are ready (it waits for every rank's stream), and no rank's stream
   // goes on before the whole launch ends, so no peer can reuse a buffer another block still reads.
   __device__ static void entry_barrier(State& c) {
-    if (c.launch) __syncthreads();
-    else barrier(c);
+    if (c.launch)
+      __syncthreads();
+    else
+      barrier(c);
   }
   // Across processes, a call that staged its input in the kernel needs no exit barrier: a rank
   // overwrites a staging half only two staged calls later, after its entry barrier of the call
   // between, which every peer reaches only when done reading that half.
   __device__ static void exit_barrier(State& c) {
-    if (c.launch || c.peer_in_offset) __syncthreads();
-    else barrier(c);
+    if (c.launch || c.peer_in_offset)
+      __syncthreads();
+    else
+      barrier(c);
   }
 
   // Copies this channel's range of the input, unchanged, into the staging half `offset` bytes into
@@ -72,8 +77,8 @@ struct direct_family {
   // its window, after the entry barrier (which publishes these stores).
   __device__ static void stage_input(State& c, char* window, std::size_t offset, range r) {
     c.peer_in_offset = offset;
-    rc::run(c.op, c.h.nranks, nullptr, 0, c.in + r.begin, false, reinterpret_cast<T*>(window + offset) + r.begin, nullptr,
-            0, r.size, false);
+    rc::run(c.op, c.h.nranks, nullptr, 0, c.in + r.begin, false, reinterpret_cast<T*>(window + offset) + r.begin,
+            nullptr, 0, r.size, false);
   }
 
   // Every rank's buffer `b` for this channel, into shared memory: read once per call, not per element.

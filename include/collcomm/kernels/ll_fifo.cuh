@@ -100,9 +100,10 @@ struct ll_fifo {
   using scope = typename State::handle_type::scope;
   using ops = typename State::ops;
   // Elements of T are at most 8 bytes (every element type); a line's payload holds whole elements.
-  static_assert(sizeof(T) <= 8 && 8 % sizeof(T) == 0, "collcomm protocol axis: ll carries elements of 1, 2, 4 or 8 bytes");
+  static_assert(sizeof(T) <= 8 && 8 % sizeof(T) == 0,
+                "collcomm protocol axis: ll carries elements of 1, 2, 4 or 8 bytes");
   static constexpr int epl = static_cast<int>(8 / sizeof(T));  // elements per line
-  static constexpr int unroll = 4;                              // lines in flight per thread
+  static constexpr int unroll = 4;                             // lines in flight per thread
   union line_t {
     std::uint64_t u;
     std::uint32_t w[2];
@@ -161,20 +162,26 @@ struct ll_fifo {
 
  private:
   __device__ static int reserve(const State& c, peers to) {
-    if constexpr (connection_work_out_of_line) return reserve_out_of_line(c, to);
-    else return reserve_send_slots(c, to);
+    if constexpr (connection_work_out_of_line)
+      return reserve_out_of_line(c, to);
+    else
+      return reserve_send_slots(c, to);
   }
   __device__ static void headers(const State& c, peers from, peers to, const message_lines& m, index_t n) {
-    if constexpr (connection_work_out_of_line) headers_out_of_line(c, from, to, m, n);
-    else exchange_headers(c, from, to, m, n);
+    if constexpr (connection_work_out_of_line)
+      headers_out_of_line(c, from, to, m, n);
+    else
+      exchange_headers(c, from, to, m, n);
   }
   __device__ static void finish(const State& c, peers from, peers to, int clean) {
-    if constexpr (connection_work_out_of_line) finish_out_of_line(c, from, to, clean);
-    else release(c, from, to, clean);
+    if constexpr (connection_work_out_of_line)
+      finish_out_of_line(c, from, to, clean);
+    else
+      release(c, from, to, clean);
   }
   __device__ __noinline__ static int reserve_out_of_line(const State& c, peers to) { return reserve_send_slots(c, to); }
   __device__ __noinline__ static void headers_out_of_line(const State& c, peers from, peers to, const message_lines& m,
-                                                         index_t n) {
+                                                          index_t n) {
     exchange_headers(c, from, to, m, n);
   }
   __device__ __noinline__ static void finish_out_of_line(const State& c, peers from, peers to, int clean) {
@@ -333,7 +340,8 @@ struct ll_fifo {
         if (d) store_dst(d, vec8, i, n, outv);
 #pragma unroll
         for (int k = 0; k < peers::max_peers; ++k)
-          if (k < ns) ll_store<scope>(m.sl[k] + 2 * (1 + i), ll_lo(outv.w[0], m.sflag[k]), ll_hi(outv.w[1], m.sflag[k]));
+          if (k < ns)
+            ll_store<scope>(m.sl[k] + 2 * (1 + i), ll_lo(outv.w[0], m.sflag[k]), ll_hi(outv.w[1], m.sflag[k]));
       }
     }
   }

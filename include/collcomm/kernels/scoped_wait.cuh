@@ -84,7 +84,8 @@ __device__ inline void record_stall(const transport::handle_fields& h, int rank,
   if (why == wait_result::aborted) return;
   cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system>(*h.abort).store(1, cuda::std::memory_order_relaxed);
   if (h.entry_abort != h.abort)
-    cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device>(*h.entry_abort).store(1, cuda::std::memory_order_relaxed);
+    cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device>(*h.entry_abort)
+        .store(1, cuda::std::memory_order_relaxed);
   transport::stall_record& s = h.stall[rank];
   cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system> claim(s.stalled);
   std::uint32_t expected = 0;

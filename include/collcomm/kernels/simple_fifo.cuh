@@ -67,12 +67,16 @@ struct simple_fifo {
 
  private:
   __device__ static void wait(const State& c, peers from, peers to, index_t n) {
-    if constexpr (connection_work_out_of_line) wait_out_of_line(c, from, to, n);
-    else wait_for_connections(c, from, to, n);
+    if constexpr (connection_work_out_of_line)
+      wait_out_of_line(c, from, to, n);
+    else
+      wait_for_connections(c, from, to, n);
   }
   __device__ static void post(const State& c, peers from, peers to, index_t n) {
-    if constexpr (connection_work_out_of_line) post_out_of_line(c, from, to, n);
-    else publish(c, from, to, n);
+    if constexpr (connection_work_out_of_line)
+      post_out_of_line(c, from, to, n);
+    else
+      publish(c, from, to, n);
   }
   __device__ __noinline__ static void wait_out_of_line(const State& c, peers from, peers to, index_t n) {
     wait_for_connections(c, from, to, n);

@@ -32,7 +32,8 @@ struct connection_layout {
     for (int dst = 0; dst < nranks; ++dst)
       for (int c = 0; c < nchannels; ++c)
         for (int src = 0; src < nranks; ++src) {
-          char* b = receiver_base[static_cast<std::size_t>(dst)] + per_connection() * (static_cast<std::size_t>(c) * nranks + src);
+          char* b = receiver_base[static_cast<std::size_t>(dst)] +
+                    per_connection() * (static_cast<std::size_t>(c) * nranks + src);
           auto* sizes = reinterpret_cast<std::uint64_t*>(b + slot_bytes * slots);
           t[(static_cast<std::size_t>(c) * nranks + src) * nranks + dst] = {b, sizes, sizes + slots, sizes + slots + 1};
         }

@@ -29,8 +29,12 @@ COLLCOMM_NAMESPACE_BEGIN
 namespace transport {
 
 // Memory scopes, as types (kernels map them to cuda::thread_scope).
-struct scope_device { static constexpr const char* name = "device"; };
-struct scope_system { static constexpr const char* name = "system"; };
+struct scope_device {
+  static constexpr const char* name = "device";
+};
+struct scope_system {
+  static constexpr const char* name = "system";
+};
 
 // One FIFO connection (channel, src -> dst): a ring of slots in memory the receiver reads.
 // The sender owns `tail` (messages published), the receiver owns `head` (messages consumed);
@@ -50,28 +54,34 @@ struct buffer_pair {
 
 // Written by the first wait of a rank that runs out of time; read by communicator::check().
 struct stall_record {
-  std::uint32_t stalled;   // 0: none, 2: being written, 1: written
-  std::int32_t rank;       // who waited
-  std::int32_t peer;       // for whom (no_peer: a barrier)
+  std::uint32_t stalled;  // 0: none, 2: being written, 1: written
+  std::int32_t rank;      // who waited
+  std::int32_t peer;      // for whom (no_peer: a barrier)
   std::int32_t channel;
-  std::uint64_t step;      // the message (or barrier) number awaited
-  std::uint32_t what;      // stall_what
+  std::uint64_t step;  // the message (or barrier) number awaited
+  std::uint32_t what;  // stall_what
 };
-enum stall_what : std::uint32_t { stall_none = 0, stall_recv = 1, stall_send_slot = 2, stall_barrier = 3, stall_size = 4 };
+enum stall_what : std::uint32_t {
+  stall_none = 0,
+  stall_recv = 1,
+  stall_send_slot = 2,
+  stall_barrier = 3,
+  stall_size = 4
+};
 
 struct handle_fields {
-  fifo_view* fifos;           // (channel, src, dst)
-  std::uint64_t* steps;       // (rank, channel, peer, {send, recv}): messages moved so far
-  buffer_pair* buffers;       // (channel, rank)
-  std::uint64_t* barrier;     // (channel * barrier_stride): arrivals, only grows
+  fifo_view* fifos;        // (channel, src, dst)
+  std::uint64_t* steps;    // (rank, channel, peer, {send, recv}): messages moved so far
+  buffer_pair* buffers;    // (channel, rank)
+  std::uint64_t* barrier;  // (channel * barrier_stride): arrivals, only grows
   std::uint32_t barrier_stride;
   std::uint32_t* abort;        // the world's: set by the first wait that times out (or abort()); long waits poll it
   std::uint32_t* entry_abort;  // this GPU's memory: read at kernel entry; the same word as `abort` where that is
                                // this GPU's, else one that this GPU's timed-out waits also set
-  stall_record* stall;        // (rank), host-mapped
+  stall_record* stall;         // (rank), host-mapped
   int nranks;
   int nchannels;
-  std::uint32_t slots;        // a power of two
+  std::uint32_t slots;  // a power of two
   std::uint32_t slot_bytes;
   // A world of processes only (else null / 0): this rank's count of calls, per channel, that
   // staged their input in the kernel (collective_kernel.cuh, stages_channel_range); its parity
@@ -98,7 +108,8 @@ template <class H>
 concept device_handle_like = requires {
   typename H::scope;
   { H::load_store } -> std::convertible_to<bool>;
-} && std::is_trivially_copyable_v<H> && std::is_base_of_v<handle_fields, H>;
+}
+&&std::is_trivially_copyable_v<H>&& std::is_base_of_v<handle_fields, H>;
 
 }  // namespace transport
 COLLCOMM_NAMESPACE_END

@@ -44,8 +44,10 @@ inline void enable_peer_access(const std::vector<int>& devices, const char* wher
                          " cannot access each other's memory; use transport::pcie_staged between them");
       detail::device_guard g(a);
       const cudaError_t e = cudaDeviceEnablePeerAccess(b, 0);
-      if (e == cudaErrorPeerAccessAlreadyEnabled) (void)cudaGetLastError();
-      else detail::cuda_check(e, "cudaDeviceEnablePeerAccess");
+      if (e == cudaErrorPeerAccessAlreadyEnabled)
+        (void)cudaGetLastError();
+      else
+        detail::cuda_check(e, "cudaDeviceEnablePeerAccess");
     }
 }
 

@@ -19,20 +19,39 @@ COLLCOMM_NAMESPACE_BEGIN
 namespace transport {
 
 // Ranks as threads or processes of one host sharing memory (the host executor).
-struct host_shm { static constexpr const char* name = "host_shm"; static constexpr bool load_store = true; };
+struct host_shm {
+  static constexpr const char* name = "host_shm";
+  static constexpr bool load_store = true;
+};
 // CUDA peer access or IPC between GPUs, and ranks that share one GPU.
-struct nvlink { static constexpr const char* name = "nvlink"; static constexpr bool load_store = true; };
+struct nvlink {
+  static constexpr const char* name = "nvlink";
+  static constexpr bool load_store = true;
+};
 // GPUs without NVLink whose peer access goes over PCIe (cudaDeviceCanAccessPeer): P2P.
-struct pcie { static constexpr const char* name = "pcie"; static constexpr bool load_store = true; };
+struct pcie {
+  static constexpr const char* name = "pcie";
+  static constexpr bool load_store = true;
+};
 // GPUs without peer access: every connection staged through pinned host memory; FIFO messages only.
 // Which of pcie and pcie_staged fits is the user's choice at set-up (gpu::all_peers_reachable).
-struct pcie_staged { static constexpr const char* name = "pcie_staged"; static constexpr bool load_store = false; };
+struct pcie_staged {
+  static constexpr const char* name = "pcie_staged";
+  static constexpr bool load_store = false;
+};
 
-struct ibverbs { static constexpr const char* name = "ibverbs"; };
-struct socket { static constexpr const char* name = "socket"; };
+struct ibverbs {
+  static constexpr const char* name = "ibverbs";
+};
+struct socket {
+  static constexpr const char* name = "socket";
+};
 // Between hosts: FIFO messages only.
 template <class Backend>
-struct net { static constexpr const char* name = Backend::name; static constexpr bool load_store = false; };
+struct net {
+  static constexpr const char* name = Backend::name;
+  static constexpr bool load_store = false;
+};
 
 }  // namespace transport
 

@@ -27,13 +27,15 @@ using matrix_types = collcomm_test::type_list<COLLCOMM_MATRIX_TYPE>;
 #else
 using matrix_types = collcomm_test::all_elements;
 #endif
-using matrix_ops = collcomm_test::type_list<op::sum, op::prod, op::min, op::max, op::avg, op::premul_sum<double>, op::bit_and,
-                                            op::bit_or, op::bit_xor>;
+using matrix_ops = collcomm_test::type_list<op::sum, op::prod, op::min, op::max, op::avg, op::premul_sum<double>,
+                                            op::bit_and, op::bit_or, op::bit_xor>;
 
 template <class Op>
 Op make_op() {
-  if constexpr (std::is_same_v<Op, op::premul_sum<double>>) return Op{2.0};
-  else return Op{};
+  if constexpr (std::is_same_v<Op, op::premul_sum<double>>)
+    return Op{2.0};
+  else
+    return Op{};
 }
 
 struct tally {
@@ -53,8 +55,9 @@ void run_composition(gpu::world& w, tally& t) {
         if (!K::rooted && root != 0) continue;
         if (root != 0 && n == 1) continue;
         case_config c{n, count, root, place == 1};
-        INFO(std::string(K::name), " ", std::string(A::name), " ", std::string(element_name<T>), " ", std::string(op_name<Op>()), " n=", n,
-             " count=", count, " root=", root, " in_place=", c.in_place, " seed=", fresh_seed());
+        INFO(std::string(K::name), " ", std::string(A::name), " ", std::string(element_name<T>), " ",
+             std::string(op_name<Op>()), " n=", n, " count=", count, " root=", root, " in_place=", c.in_place,
+             " seed=", fresh_seed());
         CHECK_EQ(run_case<K, A, T>(w, c, make_op<Op>()), "");
         ++t.cases;
       }
@@ -87,6 +90,7 @@ TEST_CASE("GPU matrix") {
     });
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  MESSAGE(std::string(matrix_kind::name), ": ", t.cases, " cases over ", t.compositions, " (composition, N) pairs in ", secs, " s, seed ", fresh_seed());
+  MESSAGE(std::string(matrix_kind::name), ": ", t.cases, " cases over ", t.compositions, " (composition, N) pairs in ",
+          secs, " s, seed ", fresh_seed());
   CHECK(t.cases > 0);
 }

@@ -308,7 +308,7 @@ int scenario_matrix(bootstrap::tcp& boot, int queued, std::vector<index_t> count
   auto each = [&]<class K, class A, class T, class Op>(std::type_identity<K>, std::type_identity<A>,
                                                        std::type_identity<T>, std::type_identity<Op>) {
     if constexpr (algorithm_for<A, K> && valid_composition<K, A, transport::nvlink, Op, T>) {
-      gpu::preload_composition<K, A, T, Op>();
+      gpu::preload_composition<K, A, T, Op, tuning<>, transport::nvlink>();
       for (index_t count : counts)
         for (int place = 0; place < (supports_in_place<A> ? 2 : 1); ++place) {
           const int root = K::rooted ? static_cast<int>(count % n) : 0;
@@ -411,11 +411,11 @@ int scenario_mixed(bootstrap::tcp& boot) {
   nvcomm comm(boot, 0, o);
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  gpu::preload_composition<kind::all_reduce, algo::one_shot, float, op::sum>();
-  gpu::preload_composition<kind::all_reduce, algo::two_shot, float, op::sum>();
-  gpu::preload_composition<kind::all_reduce, algo::ring, float, op::sum>();
-  gpu::preload_composition<kind::all_reduce, algo::tree, float, op::sum>();
-  gpu::preload_composition<kind::all_gather, algo::direct, float, op::none>();
+  gpu::preload_composition<kind::all_reduce, algo::one_shot, float, op::sum, tuning<>, transport::nvlink>();
+  gpu::preload_composition<kind::all_reduce, algo::two_shot, float, op::sum, tuning<>, transport::nvlink>();
+  gpu::preload_composition<kind::all_reduce, algo::ring, float, op::sum, tuning<>, transport::nvlink>();
+  gpu::preload_composition<kind::all_reduce, algo::tree, float, op::sum, tuning<>, transport::nvlink>();
+  gpu::preload_composition<kind::all_gather, algo::direct, float, op::none, tuning<>, transport::nvlink>();
   // 0 one_shot, 1 two_shot, 2 ring, 3 tree, 4 direct all_gather (count elements per rank)
   const std::vector<int> plan = {0, 0, 4, 0, 1, 0, 2, 0, 4, 4, 0, 3, 0, 0, 1, 4, 0, 2, 4, 0, 0, 4, 0};
   int failures = 0;
@@ -533,7 +533,7 @@ int scenario_leak(bootstrap::tcp& boot, gpu::options o) {
   float* d = nullptr;
   CK(cudaMalloc(&d, 4096));
   CK(cudaMemset(d, 0, 4096));
-  gpu::preload_composition<kind::all_reduce, algo::ring, float, op::sum>();
+  gpu::preload_composition<kind::all_reduce, algo::ring, float, op::sum, tuning<>, transport::nvlink>();
   gpu::preload_composition<kind::all_reduce, algo::ring, float, op::sum, tuning<>, transport::pcie_staged>();
   { Comm warm(boot, 0, o); }  // first use initialises the driver's IPC state
   CK(cudaDeviceSynchronize());
@@ -597,7 +597,7 @@ int scenario_abort(bootstrap::tcp& boot) {
   float* d = nullptr;
   CK(cudaMalloc(&d, 1 << 20));
   CK(cudaMemset(d, 0, 1 << 20));
-  gpu::preload_composition<kind::all_reduce, algo::ring, float, op::sum>();
+  gpu::preload_composition<kind::all_reduce, algo::ring, float, op::sum, tuning<>, transport::nvlink>();
   gpu::preload_composition<kind::all_reduce, algo::ring, float, op::sum, tuning<>, transport::pcie_staged>();
   int code = 0;
   {
@@ -689,9 +689,9 @@ int scenario_split(bootstrap::tcp& boot) {
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   float* d = nullptr;
   CK(cudaMalloc(&d, 2000 * sizeof(float)));
-  gpu::preload_composition<kind::all_reduce, algo::ring, float, op::sum>();
+  gpu::preload_composition<kind::all_reduce, algo::ring, float, op::sum, tuning<>, transport::nvlink>();
   gpu::preload_composition<kind::all_reduce, algo::ring, float, op::sum, tuning<>, transport::pcie_staged>();
-  gpu::preload_composition<kind::all_reduce, algo::one_shot, float, op::sum>();
+  gpu::preload_composition<kind::all_reduce, algo::one_shot, float, op::sum, tuning<>, transport::nvlink>();
   nvcomm comm(boot, 0, gpu::options{});
   int code = 0;
   for (int round = 0; round < 3; ++round) {
@@ -739,7 +739,7 @@ int scenario_kill(bootstrap::tcp& boot, gpu::options o) {
   float* d = nullptr;
   CK(cudaMalloc(&d, count * sizeof(float)));
   CK(cudaMemset(d, 0, count * sizeof(float)));
-  gpu::preload_composition<kind::all_reduce, algo::ring, float, op::sum>();
+  gpu::preload_composition<kind::all_reduce, algo::ring, float, op::sum, tuning<>, transport::nvlink>();
   gpu::preload_composition<kind::all_reduce, algo::ring, float, op::sum, tuning<>, transport::pcie_staged>();
   int code = 0;
   {

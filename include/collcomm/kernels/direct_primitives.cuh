@@ -98,18 +98,28 @@ struct direct_family {
     const bool pre = src.which == buffer::input;
     std::uintptr_t bits = reinterpret_cast<std::uintptr_t>(d);
     for (int r = 0; r < nr; ++r) bits |= reinterpret_cast<std::uintptr_t>(ptrs[r]);
+    // Peers are read `batch` at a time: a batch's loads are independent and in flight together,
+    // so a small call waits about one load latency per batch, not one per rank; the reduction
+    // stays in rank order (every rank gets bitwise identical results).
+    constexpr int batch = 8;
     index_t done = 0;
     if ((bits & 15u) == 0) {
       const index_t nvec = n / vec;
       for (index_t v = threadIdx.x; v < nvec; v += blockDim.x) {
         pack_t tmp;
         acc_t acc[vec];
-        for (int r = 0; r < nr; ++r) {
-          tmp.u = reinterpret_cast<const uint4*>(ptrs[r])[v];
-          for (int e = 0; e < vec; ++e) {
-            const acc_t x = c.load_acc(tmp.t[e], pre);
-            acc[e] = r == 0 ? x : static_cast<acc_t>(c.op(acc[e], x));
-          }
+        for (int r0 = 0; r0 < nr; r0 += batch) {
+          pack_t got[batch];
+#pragma unroll
+          for (int j = 0; j < batch; ++j)
+            if (r0 + j < nr) got[j].u = reinterpret_cast<const uint4*>(ptrs[r0 + j])[v];
+#pragma unroll
+          for (int j = 0; j < batch; ++j)
+            if (r0 + j < nr)
+              for (int e = 0; e < vec; ++e) {
+                const acc_t x = c.load_acc(got[j].t[e], pre);
+                acc[e] = r0 + j == 0 ? x : static_cast<acc_t>(c.op(acc[e], x));
+              }
         }
         for (int e = 0; e < vec; ++e) tmp.t[e] = from_accum<T>(fin ? apply_post(c.op, acc[e], nr) : acc[e]);
         reinterpret_cast<uint4*>(d)[v] = tmp.u;
@@ -118,9 +128,17 @@ struct direct_family {
     }
     for (index_t i = done + threadIdx.x; i < n; i += blockDim.x) {
       acc_t v{};
-      for (int r = 0; r < nr; ++r) {
-        const acc_t x = c.load_acc(ptrs[r][i], pre);
-        v = r == 0 ? x : static_cast<acc_t>(c.op(v, x));
+      for (int r0 = 0; r0 < nr; r0 += batch) {
+        T got[batch];
+#pragma unroll
+        for (int j = 0; j < batch; ++j)
+          if (r0 + j < nr) got[j] = ptrs[r0 + j][i];
+#pragma unroll
+        for (int j = 0; j < batch; ++j)
+          if (r0 + j < nr) {
+            const acc_t x = c.load_acc(got[j], pre);
+            v = r0 + j == 0 ? x : static_cast<acc_t>(c.op(v, x));
+          }
       }
       d[i] = from_accum<T>(fin ? apply_post(c.op, v, nr) : v);
     }

@@ -128,6 +128,17 @@ TEST_CASE("bad input: world and communicator arguments") {
   o.slot_bytes = 8;
   CHECK(contains(world_error(2, o), "'slot_bytes' = 8"));
   o = {};
+  o.slot_bytes = 100;  // not a multiple of 16 (the shared rule of collcomm/options.hpp)
+  CHECK(contains(world_error(2, o), "'slot_bytes' = 100"));
+  o = {};
+  o.slots = collcomm::common_options::max_slots + 1;
+  CHECK(contains(world_error(2, o), "'slots'"));
+  o = {};  // each option in range, their product not: refused before anything is allocated
+  o.channels = 64;
+  o.slots = collcomm::common_options::max_slots;
+  o.slot_bytes = collcomm::common_options::max_slot_bytes;
+  CHECK(contains(world_error(2, o), "'channels' x 'slots' x 'slot_bytes'"));
+  o = {};
   o.timeout = milliseconds(0);
   CHECK(contains(world_error(2, o), "'timeout' = 0"));
 

@@ -5,6 +5,7 @@
 
 #include <collcomm/config.hpp>
 #include <collcomm/error.hpp>
+#include <collcomm/options.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -28,23 +29,26 @@ enum class launch_mode {
   per_rank,  // every rank launches alone: only for one rank per GPU
 };
 
-struct options {
-  int channels = 0;  // thread blocks per rank and call; 0: SMs / ranks per GPU, at most 32
-  // Bytes per FIFO slot (a message's maximum). Connections take, in each rank's GPU memory,
-  // nranks x channels x slots x slot_bytes (8 ranks, 16 channels, 8 x 256 KiB: 256 MiB per rank;
-  // with automatic channels it stays at a few hundred MiB per rank); 1 MiB slots reach ~80 % of
-  // copy bandwidth on one H200 (bench/RESULTS.md), 256 KiB ~75 %.
-  std::size_t slot_bytes = std::size_t{256} << 10;
-  int slots = 8;                             // slots per connection, a power of two
-  std::chrono::milliseconds timeout{10000};  // bound of every device wait and of the launch rendezvous
+// The shared fields (collcomm/options.hpp) with the GPU's defaults, and the GPU's own.
+struct options : common_options {
+  options() {
+    channels = 0;  // thread blocks per rank and call; 0: SMs / ranks per GPU, at most 32
+    // Connections take, in each rank's GPU memory, nranks x channels x slots x slot_bytes (8 ranks,
+    // 16 channels, 8 x 256 KiB: 256 MiB per rank; with automatic channels it stays at a few hundred
+    // MiB per rank); 1 MiB slots reach ~80 % of copy bandwidth on one H200 (bench/RESULTS.md),
+    // 256 KiB ~75 %.
+    slot_bytes = std::size_t{256} << 10;
+    slots = 8;  // a power of two, at least 2
+    timeout = std::chrono::milliseconds(10000);  // also bounds the launch rendezvous
+    // Worlds of processes only (gpu/process_world.hpp): each rank's staging window for direct
+    // algorithms, four times over in its GPU memory (input and output of calls staged by copies;
+    // two alternating halves for calls that stage in the kernel). A direct call whose input or
+    // output is larger is refused; 0 refuses every direct call. A multiple of 256.
+    window_bytes = std::size_t{32} << 20;
+  }
   launch_mode launch = launch_mode::grouped;
   bool cooperative = true;  // grouped launches are cooperative (all blocks resident, or an error)
   placement connections = placement::device;
-  // Worlds of processes only (gpu/process_world.hpp): bytes of each rank's staging window for direct
-  // algorithms (one_shot, two_shot, direct), four times over in its GPU memory (input and output
-  // of calls staged by copies; two alternating halves for calls that stage in the kernel).
-  // A direct call whose input or output is larger is refused; 0 refuses every direct call.
-  std::size_t window_bytes = std::size_t{32} << 20;
 };
 
 // Throws errc::invalid_argument naming the first bad option (or nranks) and the rank.
@@ -52,15 +56,11 @@ inline void check_options(int nranks, const options& opts, const char* where, in
   if (nranks < 1)
     detail::fail(errc::invalid_argument, where, rank,
                  "argument 'nranks' is " + std::to_string(nranks) + "; it must be at least 1");
-  if (opts.channels < 0)
-    detail::fail(errc::invalid_argument, where, rank, "option 'channels' must be at least 1 (or 0: automatic)");
+  check_common_options(opts, where, rank);
   // A block waits for its message and its free send slot together: 2 slots keep a ring moving.
   if (opts.slots < 2 || (opts.slots & (opts.slots - 1)) != 0)
     detail::fail(errc::invalid_argument, where, rank,
                  "option 'slots' = " + std::to_string(opts.slots) + " must be a power of two, at least 2");
-  if (opts.slot_bytes < 16 || opts.slot_bytes % 16 != 0 || opts.slot_bytes > (std::size_t{1} << 31))
-    detail::fail(errc::invalid_argument, where, rank,
-                 "option 'slot_bytes' must be a positive multiple of 16, at most 2 GiB");
   if (opts.window_bytes % 256 != 0)
     detail::fail(errc::invalid_argument, where, rank,
                  "option 'window_bytes' = " + std::to_string(opts.window_bytes) + " must be a multiple of 256");

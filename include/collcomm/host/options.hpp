@@ -3,6 +3,7 @@
 #pragma once
 
 #include <collcomm/config.hpp>
+#include <collcomm/options.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -10,30 +11,29 @@
 COLLCOMM_NAMESPACE_BEGIN
 namespace host {
 
-// Checked when a world is made (host::world throws errc::invalid_argument naming the field).
-struct options {
-  // Channels each collective is split over. Every channel has its own connections and barrier;
-  // on the host a rank runs its channels one after the other, so more channels exercise the
-  // schedules' channel split rather than add parallelism. >= 1.
-  int channels = 2;
-  // Bytes of one connection slot: the largest FIFO message. slot_elems() of element T is
-  // slot_bytes / sizeof(T), rounded down to align_elems() = max(1, 16 / sizeof(T)). >= 16.
-  std::size_t slot_bytes = 4096;
-  // Slots of each connection (channel, src -> dst): how many messages a sender may run ahead of
-  // its receiver. >= 1.
-  int slots = 8;
-  // The bound of every wait (a message, a free slot, a barrier). A wait that runs out throws
-  // collcomm::error(errc::timeout) naming the waiting rank, the peer, the channel and what was
-  // awaited. > 0.
-  std::chrono::milliseconds timeout{30000};
-  // Process worlds only (process_world.hpp): bytes of each rank's window in the shared segment,
-  // through which the direct algorithms (one_shot, two_shot, direct) stage a call's buffers; a
-  // direct call whose input and output together need more throws errc::invalid_argument naming
-  // this option. The segment is sparse: pages are touched only as far as calls use them, but
-  // /dev/shm must have room for every rank's whole window (docker's default 64 MiB does not for
-  // several ranks: --shm-size). The default takes two_shot and one_shot to 32 MiB buffers in and
-  // out of place. >= 4096.
-  std::size_t window_bytes = std::size_t{64} << 20;
+// Checked when a world is made (host::world throws errc::invalid_argument naming the field):
+// the shared rules (collcomm/options.hpp), then the host's below.
+struct options : common_options {
+  options() {
+    // Channels each collective is split over. Every channel has its own connections and barrier;
+    // on the host a rank runs its channels one after the other, so more channels exercise the
+    // schedules' channel split rather than add parallelism. In [1, 64].
+    channels = 2;
+    // Bytes of one connection slot: the largest FIFO message. slot_elems() of element T is
+    // slot_bytes / sizeof(T), rounded down to align_elems() = max(1, 16 / sizeof(T)).
+    slot_bytes = 4096;
+    slots = 8;
+    // A wait that runs out throws collcomm::error(errc::timeout) naming the waiting rank, the
+    // peer, the channel and what was awaited.
+    timeout = std::chrono::milliseconds(30000);
+    // Process worlds only (process_world.hpp): each rank's window in the shared segment; a direct
+    // call whose input and output together need more throws errc::invalid_argument naming this
+    // option. The segment is sparse: pages are touched only as far as calls use them, but /dev/shm
+    // must have room for every rank's whole window (docker's default 64 MiB does not for several
+    // ranks: --shm-size). The default takes two_shot and one_shot to 32 MiB buffers in and out of
+    // place. >= 4096.
+    window_bytes = std::size_t{64} << 20;
+  }
 };
 
 }  // namespace host

@@ -161,13 +161,10 @@ class world {
     auto bad = [&](const std::string& msg) { collcomm::detail::fail(errc::invalid_argument, where, no_rank, msg); };
     if (nranks < 1 || nranks > max_ranks)
       bad("argument 'nranks' = " + std::to_string(nranks) + " is out of range [1, " + std::to_string(max_ranks) + "]");
+    check_common_options(opt, where, no_rank);
     if (opt.channels < 1 || opt.channels > 64)
       bad("option 'channels' = " + std::to_string(opt.channels) + " is out of range [1, 64]");
-    if (opt.slots < 1) bad("option 'slots' = " + std::to_string(opt.slots) + " must be >= 1");
-    if (opt.slot_bytes < 16 || opt.slot_bytes > (std::size_t{1} << 30))
-      bad("option 'slot_bytes' = " + std::to_string(opt.slot_bytes) + " is out of range [16, 2^30]");
-    if (opt.timeout.count() <= 0) bad("option 'timeout' = " + std::to_string(opt.timeout.count()) + " ms must be > 0");
-    if (opt.window_bytes < 4096 || opt.window_bytes > (std::size_t{1} << 40))
+    if (opt.window_bytes < 4096)
       bad("option 'window_bytes' = " + std::to_string(opt.window_bytes) + " is out of range [4096, 2^40]");
   }
 

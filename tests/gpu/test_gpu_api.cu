@@ -6,6 +6,7 @@
 #include <collcomm/algo/tree.hpp>
 #include <collcomm/algo/two_shot.hpp>
 
+#include <algorithm>
 #include <barrier>
 
 using namespace collcomm;
@@ -190,4 +191,67 @@ TEST_CASE("tuning at the call site: fewer channels and smaller slots than the wo
   for (unsigned char b : bytes) CHECK_EQ(b, 0x7F);
   cudaFree(in);
   cudaFree(out);
+}
+
+// Ranks of one GPU launch a call together, so calls that disagree are refused before the launch
+// on every rank of the GPU, naming the rank: different tunings (channels), a different algorithm.
+// Nothing is enqueued, the outputs stay as they were, and the next agreeing call works.
+TEST_CASE("ranks of one GPU that disagree about a call's tuning or algorithm: refused on every rank") {
+  const int n = 3;
+  const index_t count = 4099;
+  gpu::options o;
+  o.channels = 4;
+  gpu::world w(n, {}, o);
+  std::vector<std::vector<std::string>> errors(2, std::vector<std::string>(n));
+  std::vector<int> wrong(n, 0), untouched(n, 0);
+  on_ranks(w, [&](communicator<transport::nvlink>& comm, std::barrier<>& sync_point) {
+    const int r = comm.rank();
+    cudaStream_t s;
+    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    float *in = nullptr, *out = nullptr;
+    cudaMalloc(&in, count * sizeof(float));
+    cudaMalloc(&out, count * sizeof(float));
+    std::vector<float> x(count, static_cast<float>(r + 1));
+    cudaMemcpy(in, x.data(), count * sizeof(float), cudaMemcpyHostToDevice);
+    cudaMemset(out, 0x7F, count * sizeof(float));
+    cudaDeviceSynchronize();
+    sync_point.arrive_and_wait();
+    try {  // rank 1 asks for 2 channels, the others for the world's 4
+      if (r == 1) all_reduce<algo::ring, tuning<protocol::simple, 2>>(comm, in, out, count, op::sum{}, s);
+      else all_reduce<algo::ring>(comm, in, out, count, op::sum{}, s);
+    } catch (const error& e) {
+      errors[0][static_cast<std::size_t>(r)] = e.what();
+    }
+    try {  // rank 2 asks for tree, the others for ring
+      if (r == 2) all_reduce<algo::tree>(comm, in, out, count, op::sum{}, s);
+      else all_reduce<algo::ring>(comm, in, out, count, op::sum{}, s);
+    } catch (const error& e) {
+      errors[1][static_cast<std::size_t>(r)] = e.what();
+    }
+    cudaStreamSynchronize(s);
+    std::vector<unsigned char> bytes(count * sizeof(float));
+    cudaMemcpy(bytes.data(), out, bytes.size(), cudaMemcpyDeviceToHost);
+    untouched[static_cast<std::size_t>(r)] = std::all_of(bytes.begin(), bytes.end(), [](unsigned char b) { return b == 0x7F; });
+    sync_point.arrive_and_wait();
+    all_reduce<algo::ring>(comm, in, out, count, op::sum{}, s);  // all agree: runs
+    cudaStreamSynchronize(s);
+    comm.check();
+    std::vector<float> got(count);
+    cudaMemcpy(got.data(), out, count * sizeof(float), cudaMemcpyDeviceToHost);
+    const float want = static_cast<float>(n * (n + 1) / 2);
+    wrong[static_cast<std::size_t>(r)] = static_cast<int>(std::count_if(got.begin(), got.end(), [&](float v) { return v != want; }));
+    sync_point.arrive_and_wait();
+    cudaFree(in);
+    cudaFree(out);
+    cudaStreamDestroy(s);
+  });
+  for (int r = 0; r < n; ++r) {
+    CAPTURE(r);
+    CAPTURE(errors[0][static_cast<std::size_t>(r)]);
+    CAPTURE(errors[1][static_cast<std::size_t>(r)]);
+    CHECK(errors[0][static_cast<std::size_t>(r)].find("tunings differ") != std::string::npos);
+    CHECK(errors[1][static_cast<std::size_t>(r)].find("another collective, algorithm, protocol or type") != std::string::npos);
+    CHECK(untouched[static_cast<std::size_t>(r)] == 1);
+    CHECK(wrong[static_cast<std::size_t>(r)] == 0);
+  }
 }

@@ -198,6 +198,50 @@ TEST_CASE("tcp bootstrap: a rank that never starts is named in a timeout on ever
   }
 }
 
+// A root address that answers no SYN (a listener whose accept queue is full: Linux drops the SYNs
+// it cannot queue, as a silent or firewalled host would): a member's connect is bounded by the
+// bootstrap's timeout, not by the kernel's ~2 minutes of SYN retries, and the error names the root.
+TEST_CASE("tcp bootstrap: a root that answers no SYN costs a member the timeout, naming the root") {
+  auto listener = [] {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    REQUIRE(::listen(fd, 0) == 0);
+    return fd;
+  }();
+  sockaddr_in a{};
+  socklen_t len = sizeof a;
+  ::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len);
+  const std::uint16_t port = ntohs(a.sin_port);
+  // Fill the accept queue (never accepted): nonblocking connects until one stays in progress.
+  std::vector<int> fillers;
+  for (int i = 0; i < 8; ++i) {
+    const int f = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    (void)::connect(f, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    fillers.push_back(f);
+  }
+  std::this_thread::sleep_for(100ms);
+  const auto timeout = 1500ms;
+  const auto id = bs::unique_id("127.0.0.1", port, 0x0123456789abcdefull);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string what;
+  try {
+    bs::tcp b(id, 1, 2, timeout);
+  } catch (const collcomm::error& e) {
+    CHECK(e.code() == collcomm::errc::timeout);
+    what = e.what();
+  }
+  const auto took = std::chrono::steady_clock::now() - t0;
+  CAPTURE(what);
+  CHECK(what.find("127.0.0.1:" + std::to_string(port)) != std::string::npos);
+  CHECK(took >= timeout);
+  CHECK(took < timeout + 1500ms);
+  for (int f : fillers) ::close(f);
+  ::close(listener);
+}
+
 TEST_CASE("tcp bootstrap: strangers (wrong token, garbage, silence) are turned away; the job completes") {
   const auto seed = fresh_seed();
   const int n = 3;

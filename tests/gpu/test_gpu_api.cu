@@ -217,21 +217,26 @@ TEST_CASE("ranks of one GPU that disagree about a call's tuning or algorithm: re
     cudaDeviceSynchronize();
     sync_point.arrive_and_wait();
     try {  // rank 1 asks for 2 channels, the others for the world's 4
-      if (r == 1) all_reduce<algo::ring, tuning<protocol::simple, 2>>(comm, in, out, count, op::sum{}, s);
-      else all_reduce<algo::ring>(comm, in, out, count, op::sum{}, s);
+      if (r == 1)
+        all_reduce<algo::ring, tuning<protocol::simple, 2>>(comm, in, out, count, op::sum{}, s);
+      else
+        all_reduce<algo::ring>(comm, in, out, count, op::sum{}, s);
     } catch (const error& e) {
       errors[0][static_cast<std::size_t>(r)] = e.what();
     }
     try {  // rank 2 asks for tree, the others for ring
-      if (r == 2) all_reduce<algo::tree>(comm, in, out, count, op::sum{}, s);
-      else all_reduce<algo::ring>(comm, in, out, count, op::sum{}, s);
+      if (r == 2)
+        all_reduce<algo::tree>(comm, in, out, count, op::sum{}, s);
+      else
+        all_reduce<algo::ring>(comm, in, out, count, op::sum{}, s);
     } catch (const error& e) {
       errors[1][static_cast<std::size_t>(r)] = e.what();
     }
     cudaStreamSynchronize(s);
     std::vector<unsigned char> bytes(count * sizeof(float));
     cudaMemcpy(bytes.data(), out, bytes.size(), cudaMemcpyDeviceToHost);
-    untouched[static_cast<std::size_t>(r)] = std::all_of(bytes.begin(), bytes.end(), [](unsigned char b) { return b == 0x7F; });
+    untouched[static_cast<std::size_t>(r)] =
+        std::all_of(bytes.begin(), bytes.end(), [](unsigned char b) { return b == 0x7F; });
     sync_point.arrive_and_wait();
     all_reduce<algo::ring>(comm, in, out, count, op::sum{}, s);  // all agree: runs
     cudaStreamSynchronize(s);
@@ -239,7 +244,8 @@ TEST_CASE("ranks of one GPU that disagree about a call's tuning or algorithm: re
     std::vector<float> got(count);
     cudaMemcpy(got.data(), out, count * sizeof(float), cudaMemcpyDeviceToHost);
     const float want = static_cast<float>(n * (n + 1) / 2);
-    wrong[static_cast<std::size_t>(r)] = static_cast<int>(std::count_if(got.begin(), got.end(), [&](float v) { return v != want; }));
+    wrong[static_cast<std::size_t>(r)] =
+        static_cast<int>(std::count_if(got.begin(), got.end(), [&](float v) { return v != want; }));
     sync_point.arrive_and_wait();
     cudaFree(in);
     cudaFree(out);
@@ -250,7 +256,8 @@ TEST_CASE("ranks of one GPU that disagree about a call's tuning or algorithm: re
     CAPTURE(errors[0][static_cast<std::size_t>(r)]);
     CAPTURE(errors[1][static_cast<std::size_t>(r)]);
     CHECK(errors[0][static_cast<std::size_t>(r)].find("tunings differ") != std::string::npos);
-    CHECK(errors[1][static_cast<std::size_t>(r)].find("another collective, algorithm, protocol or type") != std::string::npos);
+    CHECK(errors[1][static_cast<std::size_t>(r)].find("another collective, algorithm, protocol or type") !=
+          std::string::npos);
     CHECK(untouched[static_cast<std::size_t>(r)] == 1);
     CHECK(wrong[static_cast<std::size_t>(r)] == 0);
   }

@@ -130,6 +130,31 @@ inline fd_owner listen_on(const std::string& host, std::uint16_t port, int rank,
 
 enum class io { ok, timeout, closed, failed };
 
+// One connection attempt to `addr`, bounded by `deadline`: a nonblocking connect, then a poll for
+// its outcome (a host that drops SYNs would otherwise hold a blocking connect for the kernel's
+// SYN retries, ~2 minutes, whatever the timeout). Returns 0 when connected (the socket blocking
+// again), else the errno of the failure (ETIMEDOUT when the deadline passed first).
+inline int connect_by(int fd, const sockaddr_in& addr, clock::time_point deadline) {
+  const int flags = ::fcntl(fd, F_GETFL, 0);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) return errno ? errno : EINVAL;
+  int err = 0;
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+    if (errno != EINPROGRESS) return errno;
+    while (true) {
+      pollfd pf{fd, POLLOUT, 0};
+      const int rc = ::poll(&pf, 1, ms_left(deadline));
+      if (rc < 0 && errno == EINTR) continue;
+      if (rc < 0) return errno;
+      if (rc == 0) return ETIMEDOUT;
+      socklen_t len = sizeof err;
+      if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) return errno;
+      break;
+    }
+  }
+  if (err == 0 && ::fcntl(fd, F_SETFL, flags) != 0) return errno;
+  return err;
+}
+
 inline io send_all(int fd, const std::byte* p, std::size_t n, clock::time_point deadline) {
   while (n > 0) {
     pollfd pf{fd, POLLOUT, 0};
@@ -634,16 +659,19 @@ class tcp {
     peers_.resize(1);
     const auto start = detail::clock::now();
     const auto deadline = start + timeout_;
-    auto addr = detail::resolve(id.host(), id.port(), rank_);
+    auto addr = detail::resolve(id.host(), id.port(), rank_);  // once, up front
+    // Rank 0 may start later: refused attempts are retried until the deadline; each attempt is
+    // bounded by it (detail::connect_by), so a silent host costs the timeout, not the SYN retries.
     while (true) {
       auto s = detail::new_socket(rank_);
-      if (::connect(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+      const int err = detail::connect_by(s.get(), addr, deadline);
+      if (err == 0) {
         peers_[0] = std::move(s);
         break;
       }
       if (detail::clock::now() >= deadline)
         fail(errc::timeout, "rank 0 (root " + root_ + ") did not arrive within " + std::to_string(timeout_.count()) +
-                                " ms: " + detail::errno_text("connect"));
+                                " ms: connect: " + std::strerror(err));
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     std::array<std::byte, 4> n;

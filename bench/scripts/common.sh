@@ -40,3 +40,19 @@ bench() {
   timeout "${T:-60}" "$BIN/collcomm_bench" "$@"
   echo "# exit $? ($((SECONDS - t0)) s)"
 }
+
+# ab LABEL ARGS...: a before/after pair, as bench/results/*/run.sh use it: collcomm_bench of
+# OLD_BIN ("old") and NEW_BIN ("new") on the same flags, interleaved, ROUNDS times (default 2).
+ab() {
+  local label=$1
+  shift
+  for round in $(seq 1 "${ROUNDS:-2}"); do
+    for v in old new; do
+      local b=${NEW_BIN:-.deps/bin/collcomm_bench}
+      [[ $v == old ]] && b=${OLD_BIN:-.deps/bin/collcomm_bench_old}
+      echo "\$ [$label $v round $round] collcomm_bench $*"
+      timeout 100 "$b" "$@" | grep -vE "^#  +size"
+      echo "# exit $?"
+    done
+  done
+}

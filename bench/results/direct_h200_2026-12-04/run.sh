@@ -5,17 +5,7 @@ OUT=$1
 . bench/scripts/common.sh
 record_env "$OUT"
 chmod +x .deps/bin/*
-ab() {  # ab LABEL ARGS...
-  local label=$1; shift
-  for round in 1 2; do
-    for v in old new; do
-      local b=.deps/bin/collcomm_bench; [[ $v == old ]] && b=.deps/bin/collcomm_bench_old
-      echo "\$ [$label $v round $round] collcomm_bench $*"
-      timeout 100 $b "$@" | grep -vE "^#  +size"
-      echo "# exit $?"
-    done
-  done
-}
+# ab: bench/scripts/common.sh
 {
   ab os8 -k all_reduce -a one_shot -r 8 -b 8 -e 64K -f 8 -n 50 -w 10 -R 7 -c 1 -G
   ab os8c1 -k all_reduce -a one_shot -r 8 -b 8 -e 64K -f 8 -n 50 -w 10 -R 7 -c 1 -G -C 1

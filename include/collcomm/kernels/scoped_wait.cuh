@@ -80,7 +80,8 @@ __device__ wait_result wait_at_least(std::uint64_t* addr, std::uint64_t target, 
 // world's abort word) raises the abort words and claims the rank's stall record; the first
 // claimant writes it.
 __device__ inline void record_stall(const transport::handle_fields& h, int rank, int channel, int peer,
-                                    std::uint64_t step, std::uint32_t what, wait_result why) {
+                                    std::uint64_t step, std::uint32_t what, wait_result why, std::uint32_t call = 0,
+                                    std::uint32_t peer_call = 0) {
   if (why == wait_result::aborted) return;
   cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system>(*h.abort).store(1, cuda::std::memory_order_relaxed);
   if (h.entry_abort != h.abort)
@@ -95,6 +96,8 @@ __device__ inline void record_stall(const transport::handle_fields& h, int rank,
   s.channel = channel;
   s.step = step;
   s.what = what;
+  s.call = call;
+  s.peer_call = peer_call;
   claim.store(1, cuda::std::memory_order_release);
 }
 

@@ -589,10 +589,11 @@ namespace {
 // Rank 1 aborts while the others' kernels wait for it: they return errc::aborted, later calls
 // on every rank throw it, and a new communicator over the same bootstrap works.
 // Ranks that disagree about a call (`what`: "root", rank 1 broadcasts from root 1, the others
-// from 0; "op", rank 1 reduces with max, the others with sum), then make an agreeing all_reduce:
+// from 0; "op", rank 1 reduces with max, the others with sum; "one_shot", rank 1 passes 8 fewer
+// elements to a direct all_reduce), then make an agreeing all_reduce:
 // each rank gets an error in the first or the second call (in comm.check()), an all_reduce that
 // passes its check returns the right sums, and a third call is refused (errc::aborted). The rank's
-// report holds its error (the test looks for "a message of another call" in some rank's).
+// report holds its error (the test looks for "another call" in some rank's).
 int scenario_disagree(bootstrap::tcp& boot, const std::string& what) {
   const int me = boot.rank(), n = boot.size();
   gpu::options o;
@@ -614,6 +615,8 @@ int scenario_disagree(bootstrap::tcp& boot, const std::string& what) {
     try {
       if (what == "root")
         broadcast<algo::ring>(comm, in, out, count, me == 1 ? 1 : 0, s);
+      else if (what == "one_shot")
+        all_reduce<algo::one_shot>(comm, in, out, me == 1 ? count - 8 : count, op::sum{}, s);
       else if (me == 1)
         all_reduce<algo::ring>(comm, in, out, count, op::max{}, s);
       else
@@ -890,6 +893,8 @@ int child_main(const std::string& scenario) {
       code = scenario_disagree(boot, "root");
     else if (scenario == "disagree_op")
       code = scenario_disagree(boot, "op");
+    else if (scenario == "disagree_one_shot")
+      code = scenario_disagree(boot, "one_shot");
     else if (scenario == "kill")
       code = scenario_kill<nvcomm>(boot, gpu::options{});
     else if (scenario == "split")
@@ -980,12 +985,12 @@ TEST_CASE("mp fault: abort") {
 }
 
 TEST_CASE("mp fault: processes that disagree about a call get an error naming it, never another call's data") {
-  for (const char* what : {"disagree_root", "disagree_op"}) {
+  for (const char* what : {"disagree_root", "disagree_op", "disagree_one_shot"}) {
     const auto shm0 = collcomm_shm();
     const auto j = run_ranks(3, what, 1, 90s);
     expect_all(j, what);
     bool named = false;
-    for (const auto& r : j.reports) named = named || r.find("a message of another call") != std::string::npos;
+    for (const auto& r : j.reports) named = named || r.find("another call") != std::string::npos;
     CHECK(named);
     CHECK(collcomm_shm() == shm0);
   }

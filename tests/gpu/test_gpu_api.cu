@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <barrier>
+#include <iterator>
 
 using namespace collcomm;
 using namespace collcomm_gpu_test;
@@ -194,43 +195,95 @@ TEST_CASE("tuning at the call site: fewer channels and smaller slots than the wo
 }
 
 // Ranks of one GPU launch a call together, so calls that disagree are refused before the launch
-// on every rank of the GPU, naming the rank: different tunings (channels), a different algorithm.
-// Nothing is enqueued, the outputs stay as they were, and the next agreeing call works.
-TEST_CASE("ranks of one GPU that disagree about a call's tuning or algorithm: refused on every rank") {
+// on every rank of the GPU, naming the rank, both calls and what differs: the tuning (channels),
+// the algorithm, the op, the count (direct algorithms too), the root, the collective. Nothing is
+// enqueued, the outputs stay as they were, and the next agreeing call works.
+TEST_CASE("ranks of one GPU that disagree about a call: refused on every rank, naming what differs") {
   const int n = 3;
   const index_t count = 4099;
   gpu::options o;
   o.channels = 4;
   gpu::world w(n, {}, o);
-  std::vector<std::vector<std::string>> errors(2, std::vector<std::string>(n));
+  using comm_t = communicator<transport::nvlink>;
+  struct scenario {
+    const char* differs;  // "the ranks disagree on the <differs>"
+    int odd;              // the rank that calls differently
+    void (*call)(comm_t&, const float*, float*, index_t, cudaStream_t);
+    void (*odd_call)(comm_t&, const float*, float*, index_t, cudaStream_t);
+  };
+  const scenario scenarios[] = {
+      {"tuning", 1,
+       [](comm_t& c, const float* i, float* o, index_t k, cudaStream_t s) {
+         all_reduce<algo::ring>(c, i, o, k, op::sum{}, s);
+       },
+       [](comm_t& c, const float* i, float* o, index_t k, cudaStream_t s) {
+         all_reduce<algo::ring, tuning<protocol::simple, 2>>(c, i, o, k, op::sum{}, s);
+       }},
+      {"algorithm", 2,
+       [](comm_t& c, const float* i, float* o, index_t k, cudaStream_t s) {
+         all_reduce<algo::ring>(c, i, o, k, op::sum{}, s);
+       },
+       [](comm_t& c, const float* i, float* o, index_t k, cudaStream_t s) {
+         all_reduce<algo::tree>(c, i, o, k, op::sum{}, s);
+       }},
+      {"op", 0,
+       [](comm_t& c, const float* i, float* o, index_t k, cudaStream_t s) {
+         all_reduce<algo::ring>(c, i, o, k, op::sum{}, s);
+       },
+       [](comm_t& c, const float* i, float* o, index_t k, cudaStream_t s) {
+         all_reduce<algo::ring>(c, i, o, k, op::max{}, s);
+       }},
+      {"count", 1,
+       [](comm_t& c, const float* i, float* o, index_t k, cudaStream_t s) {
+         all_reduce<algo::one_shot>(c, i, o, k, op::sum{}, s);
+       },
+       [](comm_t& c, const float* i, float* o, index_t k, cudaStream_t s) {
+         all_reduce<algo::one_shot>(c, i, o, k - 1, op::sum{}, s);
+       }},
+      {"count", 2,
+       [](comm_t& c, const float* i, float* o, index_t k, cudaStream_t s) {
+         all_reduce<algo::two_shot>(c, i, o, k, op::sum{}, s);
+       },
+       [](comm_t& c, const float* i, float* o, index_t k, cudaStream_t s) {
+         all_reduce<algo::two_shot>(c, i, o, k / 2, op::sum{}, s);
+       }},
+      {"root", 1,
+       [](comm_t& c, const float* i, float* o, index_t k, cudaStream_t s) { broadcast<algo::ring>(c, i, o, k, 0, s); },
+       [](comm_t& c, const float* i, float* o, index_t k, cudaStream_t s) { broadcast<algo::ring>(c, i, o, k, 1, s); }},
+      {"collective", 2,
+       [](comm_t& c, const float* i, float* o, index_t k, cudaStream_t s) {
+         all_reduce<algo::ring>(c, i, o, k, op::sum{}, s);
+       },
+       [](comm_t& c, const float* i, float* o, index_t k, cudaStream_t s) { broadcast<algo::ring>(c, i, o, k, 0, s); }},
+  };
+  constexpr std::size_t ns = std::size(scenarios);
+  std::vector<std::vector<std::string>> errors(ns, std::vector<std::string>(n));
   std::vector<int> wrong(n, 0), untouched(n, 0);
-  on_ranks(w, [&](communicator<transport::nvlink>& comm, std::barrier<>& sync_point) {
+  std::mt19937_64 g(fresh_seed());
+  std::vector<std::vector<float>> x(n, std::vector<float>(count));
+  std::vector<float> want(count, 0.0f);
+  for (int r = 0; r < n; ++r)
+    for (index_t i = 0; i < count; ++i) {
+      x[static_cast<std::size_t>(r)][i] = static_cast<float>(static_cast<int>(g() % 33) - 16);
+      want[i] += x[static_cast<std::size_t>(r)][i];
+    }
+  on_ranks(w, [&](comm_t& comm, std::barrier<>& sync_point) {
     const int r = comm.rank();
     cudaStream_t s;
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
     float *in = nullptr, *out = nullptr;
     cudaMalloc(&in, count * sizeof(float));
     cudaMalloc(&out, count * sizeof(float));
-    std::vector<float> x(count, static_cast<float>(r + 1));
-    cudaMemcpy(in, x.data(), count * sizeof(float), cudaMemcpyHostToDevice);
+    cudaMemcpy(in, x[static_cast<std::size_t>(r)].data(), count * sizeof(float), cudaMemcpyHostToDevice);
     cudaMemset(out, 0x7F, count * sizeof(float));
     cudaDeviceSynchronize();
     sync_point.arrive_and_wait();
-    try {  // rank 1 asks for 2 channels, the others for the world's 4
-      if (r == 1)
-        all_reduce<algo::ring, tuning<protocol::simple, 2>>(comm, in, out, count, op::sum{}, s);
-      else
-        all_reduce<algo::ring>(comm, in, out, count, op::sum{}, s);
-    } catch (const error& e) {
-      errors[0][static_cast<std::size_t>(r)] = e.what();
-    }
-    try {  // rank 2 asks for tree, the others for ring
-      if (r == 2)
-        all_reduce<algo::tree>(comm, in, out, count, op::sum{}, s);
-      else
-        all_reduce<algo::ring>(comm, in, out, count, op::sum{}, s);
-    } catch (const error& e) {
-      errors[1][static_cast<std::size_t>(r)] = e.what();
+    for (std::size_t k = 0; k < ns; ++k) {
+      try {
+        (r == scenarios[k].odd ? scenarios[k].odd_call : scenarios[k].call)(comm, in, out, count, s);
+      } catch (const error& e) {
+        errors[k][static_cast<std::size_t>(r)] = e.what();
+      }
     }
     cudaStreamSynchronize(s);
     std::vector<unsigned char> bytes(count * sizeof(float));
@@ -243,21 +296,23 @@ TEST_CASE("ranks of one GPU that disagree about a call's tuning or algorithm: re
     comm.check();
     std::vector<float> got(count);
     cudaMemcpy(got.data(), out, count * sizeof(float), cudaMemcpyDeviceToHost);
-    const float want = static_cast<float>(n * (n + 1) / 2);
-    wrong[static_cast<std::size_t>(r)] =
-        static_cast<int>(std::count_if(got.begin(), got.end(), [&](float v) { return v != want; }));
+    for (index_t i = 0; i < count; ++i) wrong[static_cast<std::size_t>(r)] += got[i] != want[i];
     sync_point.arrive_and_wait();
     cudaFree(in);
     cudaFree(out);
     cudaStreamDestroy(s);
   });
+  for (std::size_t k = 0; k < ns; ++k)
+    for (int r = 0; r < n; ++r) {
+      const std::string& e = errors[k][static_cast<std::size_t>(r)];
+      CAPTURE(k);
+      CAPTURE(r);
+      CAPTURE(e);
+      CHECK(e.find(std::string("the ranks disagree on the ") + scenarios[k].differs) != std::string::npos);
+      CHECK(e.find("rank " + std::to_string(scenarios[k].odd) + "'s ") != std::string::npos);
+    }
   for (int r = 0; r < n; ++r) {
     CAPTURE(r);
-    CAPTURE(errors[0][static_cast<std::size_t>(r)]);
-    CAPTURE(errors[1][static_cast<std::size_t>(r)]);
-    CHECK(errors[0][static_cast<std::size_t>(r)].find("tunings differ") != std::string::npos);
-    CHECK(errors[1][static_cast<std::size_t>(r)].find("another collective, algorithm, protocol or type") !=
-          std::string::npos);
     CHECK(untouched[static_cast<std::size_t>(r)] == 1);
     CHECK(wrong[static_cast<std::size_t>(r)] == 0);
   }

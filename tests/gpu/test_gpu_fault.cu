@@ -57,3 +57,48 @@ TEST_CASE(
 TEST_CASE("staged pcie, ll, communicator: ranks that disagree on the count: an error on every rank, no hang [fault]") {
   ranks_disagree_on_count<transport::pcie_staged, protocol::ll, api>();
 }
+
+// Ranks that disagree about a call, launched one by one: the kernels compare the fingerprint each
+// FIFO message carries (fault_cases.cuh, ranks_disagree_about_the_call).
+template <class Tr, class P>
+void disagreements() {
+  using Tu = tuning<P>;
+  ranks_disagree_about_the_call<Tr, P>(2, "broadcast roots 0 and 1",
+                                       [](auto& comm, int r, float* in, float* out, index_t count, cudaStream_t s) {
+                                         broadcast<algo::ring, Tu>(comm, in, out, count, r == 0 ? 0 : 1, s);
+                                       });
+  ranks_disagree_about_the_call<Tr, P>(3, "broadcast roots 0 and 2",
+                                       [](auto& comm, int r, float* in, float* out, index_t count, cudaStream_t s) {
+                                         broadcast<algo::ring, Tu>(comm, in, out, count, r == 1 ? 2 : 0, s);
+                                       });
+  ranks_disagree_about_the_call<Tr, P>(3, "sum against max",
+                                       [](auto& comm, int r, float* in, float* out, index_t count, cudaStream_t s) {
+                                         if (r == 1)
+                                           all_reduce<algo::ring, Tu>(comm, in, out, count, op::max{}, s);
+                                         else
+                                           all_reduce<algo::ring, Tu>(comm, in, out, count, op::sum{}, s);
+                                       });
+  ranks_disagree_about_the_call<Tr, P>(4, "ring against tree",
+                                       [](auto& comm, int r, float* in, float* out, index_t count, cudaStream_t s) {
+                                         if (r == 2)
+                                           all_reduce<algo::tree, Tu>(comm, in, out, count, op::sum{}, s);
+                                         else
+                                           all_reduce<algo::ring, Tu>(comm, in, out, count, op::sum{}, s);
+                                       });
+  ranks_disagree_about_the_call<Tr, P>(3, "all_reduce against broadcast",
+                                       [](auto& comm, int r, float* in, float* out, index_t count, cudaStream_t s) {
+                                         if (r == 0)
+                                           broadcast<algo::ring, Tu>(comm, in, out, count, 0, s);
+                                         else
+                                           all_reduce<algo::ring, Tu>(comm, in, out, count, op::sum{}, s);
+                                       });
+}
+TEST_CASE("nvlink, simple, per-rank launches: ranks that disagree about a call get an error, never data [fault]") {
+  disagreements<transport::nvlink, protocol::simple>();
+}
+TEST_CASE("nvlink, ll, per-rank launches: ranks that disagree about a call get an error, never data [fault]") {
+  disagreements<transport::nvlink, protocol::ll>();
+}
+TEST_CASE("staged pcie, simple, per-rank launches: ranks that disagree about a call get an error [fault]") {
+  disagreements<transport::pcie_staged, protocol::simple>();
+}

@@ -169,6 +169,76 @@ std::string check_p2p_launch(const world& w, world::launch_group& g, const kerne
   g.p2p_pending_bytes = std::move(bytes);
   return {};
 }
+
+// What a rank's call names, for the grouped launch's comparison (world::launch_call).
+template <class K, class Algo, class Tuning, class T, class Op>
+world::launch_call call_of(int rank, const coll_args& a, launch_shape shape) {
+  world::launch_call c;
+  c.rank = rank;
+  c.kind = K::name;
+  c.algo = Algo::name;
+  c.protocol = Tuning::protocol::name;
+  c.type = element_name<T>;
+  c.op = op_name<Op>();
+  c.rooted = K::rooted;
+  c.p2p = std::is_same_v<K, kind::send_recv>;
+  c.count = a.count;
+  c.root = a.root;
+  c.channels = shape.channels;
+  c.slot_bytes = shape.slot_bytes;
+  return c;
+}
+
+// A call's fingerprint, which its FIFO messages carry (kernels/channel.cuh, size_word) and its
+// receivers compare with their own: 31 bits of FNV-1a over everything the call names and the
+// rank's count of collective calls before it (not for send_recv, which is not collective: it
+// pairs ranks, and its kind still tells its messages from a collective's). Ranks that disagree
+// about a call, or about how many calls came before, see messages of another fingerprint.
+inline std::uint32_t fingerprint_of(const world::launch_call& c, std::uint64_t seq) {
+  std::uint32_t h = 2166136261u;
+  auto byte = [&](unsigned char b) { h = (h ^ b) * 16777619u; };
+  auto text = [&](const char* s) {
+    for (; *s; ++s) byte(static_cast<unsigned char>(*s));
+    byte(0);
+  };
+  auto number = [&](std::uint64_t v) {
+    for (int i = 0; i < 8; ++i) byte(static_cast<unsigned char>(v >> (8 * i)));
+  };
+  text(c.kind);
+  text(c.algo);
+  text(c.protocol);
+  text(c.type);
+  text(c.op);
+  number(static_cast<std::uint64_t>(c.channels) << 32 | c.slot_bytes);
+  if (!c.p2p) {
+    number(seq);
+    number(static_cast<std::uint64_t>(c.count));
+  }
+  if (c.rooted) number(static_cast<std::uint64_t>(c.root));
+  return h & 0x7fffffffu;
+}
+
+// What differs between two ranks' calls of one launch ("" if they agree): everything a rank's
+// call names must be the same on every rank, except a send_recv's count and peers.
+inline std::string difference(const world::launch_call& first, const world::launch_call& c, int device) {
+  auto differ = [](const char* x, const char* y) { return std::strcmp(x, y) != 0; };
+  std::vector<std::string> what;
+  if (differ(first.kind, c.kind)) what.emplace_back("collective");
+  if (differ(first.algo, c.algo)) what.emplace_back("algorithm");
+  if (differ(first.protocol, c.protocol)) what.emplace_back("protocol");
+  if (differ(first.type, c.type)) what.emplace_back("element type");
+  if (differ(first.op, c.op)) what.emplace_back("op");
+  if (!first.p2p && !c.p2p && first.count != c.count) what.emplace_back("count");
+  if (first.rooted && c.rooted && first.root != c.root) what.emplace_back("root");
+  if (first.channels != c.channels || first.slot_bytes != c.slot_bytes)
+    what.emplace_back("tuning (channels, slot bytes)");
+  if (what.empty()) return {};
+  std::string list;
+  for (std::size_t i = 0; i < what.size(); ++i) list += (i ? (i + 1 == what.size() ? " and " : ", ") : "") + what[i];
+  return world::describe(c) + " differs from " + world::describe(first) + ", which arrived before it on GPU " +
+         std::to_string(device) + ": the ranks disagree on the " + list +
+         " (every rank of a call must make the same call; the ranks of a GPU launch it together)";
+}
 }  // namespace launch_detail
 
 // Loads the kernel of one composition over one device handle on the current device.
@@ -206,7 +276,9 @@ void launch_on(world& w, int rank, coll_args a, const T* in, T* out, Op op, cuda
                                    rank);
 
   a.nchannels = channels;
-  const kernels::rank_params<T, Op> mine{a, in, out, op};
+  const world::launch_call call = launch_detail::call_of<K, Algo, Tuning, T, Op>(rank, a, shape);
+  kernels::rank_params<T, Op> mine{a, in, out, op};
+  mine.call = launch_detail::fingerprint_of(call, w.collectives_launched(rank));
   if (!grouped) {
     params_t p{};
     p.h = w.handle<Handle>(rank);
@@ -215,6 +287,7 @@ void launch_on(world& w, int rank, coll_args a, const T* in, T* out, Op op, cuda
     p.stage = stage;
     p.rank[0] = mine;
     detail::cuda_check(launch_detail::enqueue_kernel<K, Algo, KT>(w, p, channels, false, stream), K::name, rank);
+    w.record_launch(rank, mine.call, call);
     return;
   }
 
@@ -224,23 +297,16 @@ void launch_on(world& w, int rank, coll_args a, const T* in, T* out, Op op, cuda
   std::unique_lock<std::mutex> lock(g.m);
   if (g.arrived == 0) {
     g.kernel = kernel;
-    g.channels = shape.channels;
-    g.slot_bytes = shape.slot_bytes;
+    g.first = call;
     g.mismatch.clear();
     g.params.assign(sizeof(params_t), 0);
     std::fill(g.present.begin(), g.present.end(), 0);
-  } else if (g.kernel != kernel || g.params.size() != sizeof(params_t)) {
-    if (g.mismatch.empty())
-      g.mismatch = "rank " + std::to_string(rank) + " calls " + K::name + " (" + Algo::name + ", " + element_name<T> +
-                   ") while rank(s) that arrived before it on GPU " + std::to_string(device) +
-                   " called another collective, algorithm, protocol or type";
-  } else if (g.channels != shape.channels || g.slot_bytes != shape.slot_bytes) {
-    if (g.mismatch.empty())
-      g.mismatch = "rank " + std::to_string(rank) + " calls " + K::name + " with " + std::to_string(shape.channels) +
-                   " channels of " + std::to_string(shape.slot_bytes) +
-                   "-byte slots while rank(s) that arrived before it on GPU " + std::to_string(device) +
-                   " called it with " + std::to_string(g.channels) + " of " + std::to_string(g.slot_bytes) +
-                   " (tunings differ)";
+  } else if (g.mismatch.empty()) {
+    g.mismatch = launch_detail::difference(g.first, call, device);
+    if (g.mismatch.empty() && (g.kernel != kernel || g.params.size() != sizeof(params_t)))
+      g.mismatch = world::describe(call) + " while rank " + std::to_string(g.first.rank) + " on GPU " +
+                   std::to_string(device) + " called " + world::describe(g.first) +
+                   ": their kernels differ (an op or element type of the same name)";
   }
   if (g.mismatch.empty())
     std::memcpy(
@@ -271,6 +337,7 @@ void launch_on(world& w, int rank, coll_args a, const T* in, T* out, Op op, cuda
     const std::string result = g.result;
     lock.unlock();
     if (!result.empty()) detail::fail(errc::invalid_usage, K::name, rank, result);
+    w.record_launch(rank, mine.call, call);
     detail::cuda_check(cudaStreamWaitEvent(stream, g.done, 0), "cudaStreamWaitEvent", rank);
     return;
   }
@@ -306,6 +373,7 @@ void launch_on(world& w, int rank, coll_args a, const T* in, T* out, Op op, cuda
   lock.unlock();
   g.cv.notify_all();
   if (!result.empty()) detail::fail(errc::invalid_usage, K::name, rank, result);
+  w.record_launch(rank, mine.call, call);
 }
 
 }  // namespace gpu

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <string>
 #include <thread>
 #include <vector>
@@ -71,6 +72,32 @@ inline void check_stall(world& w, int rank) {
     if (!s.stalled) w.check_usable("gpu collective", rank);
   }
   if (!s.stalled) return;
+  if (s.what == transport::stall_call) {
+    auto hex_of = [](std::uint32_t fingerprint) {
+      char hex[16];
+      std::snprintf(hex, sizeof hex, "%08x", fingerprint);
+      return std::string(hex);
+    };
+    auto name = [&](int r, std::uint32_t fingerprint) {
+      world::launched_call c;
+      if (!w.find_launch(r, fingerprint, c))
+        return "rank " + std::to_string(r) + "'s call of fingerprint " + hex_of(fingerprint);
+      return world::describe(c.call) + (c.call.p2p ? "" : " (its collective call #" + std::to_string(c.seq) + ")");
+    };
+    const bool barrier = s.peer == no_peer;  // direct schedules: a barrier some rank reached in another call
+    std::string msg = "rank " + std::to_string(s.rank) +
+                      (barrier ? " met a rank making another call at a barrier"
+                               : " received a message of another call from rank " + std::to_string(s.peer)) +
+                      " (channel " + std::to_string(s.channel) + (barrier ? ", barrier " : ", message ") +
+                      std::to_string(s.step) + "): " + name(s.rank, s.call) +
+                      (barrier ? ", the other call " + std::string("of fingerprint ") : ", the message from ") +
+                      (barrier ? hex_of(s.peer_call) : name(s.peer, s.peer_call)) +
+                      ": the ranks disagree about the call (its collective, algorithm, protocol, element type, op, "
+                      "count, root or tuning, or the calls made before it)";
+    if (s.rank != rank) msg += "; this rank's call was abandoned with it";
+    w.mark_failed(msg);
+    detail::fail(errc::invalid_argument, "gpu collective", rank, msg);
+  }
   const char* what = s.what == transport::stall_recv        ? "a message from"
                      : s.what == transport::stall_send_slot ? "a free slot towards"
                      : s.what == transport::stall_size

@@ -38,6 +38,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
@@ -194,6 +195,64 @@ class world {
     return s;
   }
 
+  // A rank's call as the grouped launch compares it: what it names (kind, algorithm, protocol,
+  // element type, op: static strings), its count and root, and its launch shape.
+  struct launch_call {
+    int rank = -1;
+    const char* kind = "";
+    const char* algo = "";
+    const char* protocol = "";
+    const char* type = "";
+    const char* op = "";
+    bool rooted = false;
+    bool p2p = false;  // send_recv: counts and peers differ legitimately between ranks
+    index_t count = 0;
+    int root = 0;
+    int channels = 0;
+    std::uint32_t slot_bytes = 0;
+  };
+  // "rank 3's broadcast<ring, simple>(1000 x float32, op none, root 2)".
+  static std::string describe(const launch_call& c) {
+    std::string s = "rank " + std::to_string(c.rank) + "'s " + c.kind + "<" + c.algo + ", " + c.protocol + ">(";
+    if (!c.p2p) s += std::to_string(c.count) + " x ";
+    s += std::string(c.type) + ", op " + c.op;
+    if (c.rooted) s += ", root " + std::to_string(c.root);
+    return s + ", " + std::to_string(c.channels) + " channels of " + std::to_string(c.slot_bytes) + "-byte slots)";
+  }
+
+  // The calls each rank launched (gpu/launch.hpp records them; gpu/stall.hpp names them when a
+  // message of another call arrives): per rank, its collective calls so far, and the fingerprints
+  // and descriptions of its last `remembered` calls.
+  struct launched_call {
+    std::uint32_t fingerprint = 0;
+    std::uint64_t seq = 0;  // the collective calls the rank launched before this one
+    launch_call call;
+  };
+  static constexpr std::size_t remembered = 64;
+  std::uint64_t collectives_launched(int rank) const {
+    std::lock_guard<std::mutex> lock(history_mutex_);
+    return static_cast<std::size_t>(rank) < history_.size() ? history_[static_cast<std::size_t>(rank)].collectives : 0;
+  }
+  void record_launch(int rank, std::uint32_t fingerprint, const launch_call& c) {
+    std::lock_guard<std::mutex> lock(history_mutex_);
+    if (history_.size() < static_cast<std::size_t>(nranks_)) history_.resize(static_cast<std::size_t>(nranks_));
+    history& h = history_[static_cast<std::size_t>(rank)];
+    h.recent[h.recorded++ % remembered] = {fingerprint, h.collectives, c};
+    if (!c.p2p) ++h.collectives;
+  }
+  // The most recent of rank's remembered calls with this fingerprint (31 bits), if any.
+  bool find_launch(int rank, std::uint32_t fingerprint, launched_call& out) const {
+    std::lock_guard<std::mutex> lock(history_mutex_);
+    if (static_cast<std::size_t>(rank) >= history_.size()) return false;
+    const history& h = history_[static_cast<std::size_t>(rank)];
+    for (std::uint64_t i = h.recorded; i-- > 0 && h.recorded - i <= remembered;)
+      if ((h.recent[i % remembered].fingerprint & 0x7fffffffu) == (fingerprint & 0x7fffffffu)) {
+        out = h.recent[i % remembered];
+        return true;
+      }
+    return false;
+  }
+
   // The ranks of one GPU, meeting once per call to make one launch (launch_mode::grouped).
   struct launch_group {
     int device = 0;
@@ -204,13 +263,12 @@ class world {
     int arrived = 0;                           // ranks arrived for the next call
     std::vector<char> present;                 // (local rank): arrived for the next call
     const void* kernel = nullptr;              // the composition the first arrival asked for
-    int channels = 0;                          // and its launch parameters (its tuning's)
-    std::uint32_t slot_bytes = 0;
-    std::string mismatch;               // ranks asked for different compositions
-    std::vector<unsigned char> params;  // the next launch's kernel_params, filled by each arrival
-    std::vector<cudaEvent_t> ready;     // (local rank): recorded on its stream when it arrived
-    cudaEvent_t done = nullptr;         // recorded after the kernel, on the launching stream
-    std::string result;                 // the last launch's error ("" if it was enqueued)
+    launch_call first;                         // and the call it made (gpu/launch.hpp compares every arrival's)
+    std::string mismatch;                      // the first difference from it, naming both ranks
+    std::vector<unsigned char> params;         // the next launch's kernel_params, filled by each arrival
+    std::vector<cudaEvent_t> ready;            // (local rank): recorded on its stream when it arrived
+    cudaEvent_t done = nullptr;                // recorded after the kernel, on the launching stream
+    std::string result;                        // the last launch's error ("" if it was enqueued)
     // send_recv between ranks of this GPU: (src, dst) local indices, messages sent in earlier
     // launches and not yet received, and their bytes (gpu/launch.hpp, check_p2p_launch).
     std::vector<std::int64_t> p2p_pending;
@@ -375,6 +433,13 @@ class world {
   std::atomic<bool> failed_{false};
   mutable std::mutex failed_mutex_;
   std::string failed_why_;
+  struct history {
+    std::uint64_t collectives = 0;
+    std::uint64_t recorded = 0;
+    std::array<launched_call, remembered> recent{};
+  };
+  mutable std::mutex history_mutex_;
+  std::vector<history> history_;  // (rank), grown on first use
 };
 
 }  // namespace gpu

@@ -47,6 +47,9 @@ class block_primitives {
                               const void** peer_ptrs, int* aborted)
       : c_{h, in, out, op, rank, channel, send_step, recv_step, head_seen, peer_ptrs, aborted} {}
 
+  // The fingerprint this rank's FIFO messages carry and expect (rank_params::call).
+  __device__ void set_call(std::uint32_t call) { c_.call = call; }
+
   COLLCOMM_HD index_t align_elems() const { return fifo::align_elems(); }
   COLLCOMM_HD index_t slot_elems() const { return fifo::slot_elems(c_); }
 

@@ -27,7 +27,15 @@ struct rank_params {
   const T* in;
   T* out;
   Op op;
+  std::uint32_t call = 0;  // the call's fingerprint (gpu/launch.hpp, fingerprint_of), carried by its FIFO messages
 };
+
+// A simple message's `sizes` word: its element count (< 2^32) and its call's 31-bit fingerprint,
+// with bit 63 set, so that it never equals ll's slot mark (ll_fifo.cuh, ll_mark: bit 63 clear).
+COLLCOMM_HD constexpr std::uint64_t size_word(std::uint32_t call, index_t n) {
+  return (std::uint64_t{1} << 63) | (static_cast<std::uint64_t>(call & 0x7fffffffu) << 32) |
+         static_cast<std::uint32_t>(n);
+}
 
 template <class Handle, class T, class Op>
 struct channel_state {
@@ -50,6 +58,7 @@ struct channel_state {
   int* aborted;                                // shared memory
   const rank_params<T, Op>* launch = nullptr;  // every rank's buffers, when one launch carries them all
   std::size_t peer_in_offset = 0;              // set by stage_input: peers' inputs sit this far into their windows
+  std::uint32_t call = 0;                      // this rank's call's fingerprint (rank_params::call)
 
   __device__ acc_t load_acc(T x, bool pre) const {
     acc_t a = to_accum(x);
@@ -85,6 +94,14 @@ struct channel_state {
   __device__ void stall(int peer, std::uint64_t step, std::uint32_t what, wait_result why) const {
     *aborted = 1;
     record_stall(h, rank, channel, peer, step, what, why);
+  }
+  // Message `step` from `peer` is not what this rank's call expects: it belongs to another call
+  // (its fingerprint peer_call differs: stall_call), or it has another count (stall_size).
+  __device__ void stall_message(int peer, std::uint64_t step, std::uint32_t peer_call) const {
+    *aborted = 1;
+    const std::uint32_t mine = call & 0x7fffffffu, theirs = peer_call & 0x7fffffffu;
+    record_stall(h, rank, channel, peer, step, mine != theirs ? transport::stall_call : transport::stall_size,
+                 wait_result::timeout, mine, theirs);
   }
   __device__ bool block_aborted() const { return *static_cast<volatile int*>(aborted) != 0; }
 };

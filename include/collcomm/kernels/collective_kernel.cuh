@@ -88,6 +88,7 @@ COLLCOMM_KERNEL void __launch_bounds__(Tuning::threads)
   block_primitives<Handle, T, Op, typename Tuning::protocol> prims(
       p.h, mine.in, mine.out, mine.op, mine.args.rank, channel, smem_steps, smem_steps + n, smem_steps + 2 * n,
       reinterpret_cast<const void**>(smem_steps + 3 * n), &aborted);
+  prims.set_call(mine.call);
   if constexpr (direct) {
     if (p.nlocal == n) prims.use_launch_buffers(p.rank);  // this launch carries every rank
     prims.publish_buffers();

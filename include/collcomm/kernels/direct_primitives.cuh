@@ -48,11 +48,30 @@ struct direct_family {
       ops::fence();  // publish our buffers and stores before arriving
       const std::uint64_t old = ops::fetch_add(word, 1);
       const std::uint64_t index = old / n + 1;
-      const wait_result r = wait_at_least(word, index * n, c.h);
-      if (r != wait_result::ok) c.stall(no_peer, index, transport::stall_barrier, r);
+      std::uint32_t other = 0;
+      if (!same_call(word + 1, index, c.call, other)) {
+        c.stall_message(no_peer, index, other);
+      } else {
+        const wait_result r = wait_at_least(word, index * n, c.h);
+        if (r != wait_result::ok) c.stall(no_peer, index, transport::stall_barrier, r);
+      }
     }
     __syncthreads();
   }
+  // The barrier line's second word holds (barrier index << 31 | call fingerprint) as recorded by
+  // the first rank to check barrier `index`: the ranks meeting there must be making the same call
+  // (gpu/launch.hpp, fingerprint_of), else `other` is the recorded call's fingerprint. A rank that
+  // finds a later barrier recorded (a peer already passed this one) has nothing to compare.
+  __device__ static bool same_call(std::uint64_t* w, std::uint64_t index, std::uint32_t call, std::uint32_t& other) {
+    using ops = typename State::ops;
+    const std::uint64_t mine = (index << 31) | (call & 0x7fffffffu);
+    std::uint64_t v = ops::load(w);
+    while ((v >> 31) < index)
+      if (ops::compare_exchange(w, v, mine)) return true;
+    other = static_cast<std::uint32_t>(v & 0x7fffffffu);
+    return (v >> 31) != index || v == mine;
+  }
+
   // With every rank in this launch, the launch itself orders what the barriers would: it starts
   // after every rank's inputs are ready (it waits for every rank's stream), and no rank's stream
   // goes on before the whole launch ends, so no peer can reuse a buffer another block still reads.

@@ -36,7 +36,7 @@
 // Epochs. A line keeps its last flag until it is rewritten, and a short message rewrites only its own
 // lines; a line left from 2^32 messages ago would carry the awaited flag again, and a slot last used
 // by a simple message holds raw data that could look like flags. So each slot remembers, in its
-// `sizes` word (simple stores the message's count there, always < 2^32), the LL epoch it was last
+// `sizes` word (simple stores the message's count and call there, bit 63 set), the LL epoch it was last
 // cleaned in: ll_mark(m) = "LL" tag | (m >> 30). A send whose slot lacks the mark of its own epoch
 // writes every line of the slot (payload-less lines get the flag too) and then sets the mark: so every
 // line of a slot carries a flag from the current 2^30-message epoch, never the awaited one — the first
@@ -89,7 +89,7 @@ __device__ inline std::uint64_t ll_hi(std::uint32_t data, std::uint32_t flag) {
   return static_cast<std::uint64_t>(data) | (static_cast<std::uint64_t>(~flag) << 32);
 }
 // The mark of a slot whose lines all carry flags of messages of m's epoch (see "Epochs" above).
-// Never a count that simple stores (< 2^32).
+// Never a word that simple stores (size_word, channel.cuh: bit 63 set).
 __device__ inline std::uint64_t ll_mark(std::uint64_t m) { return (std::uint64_t{0x4C4C} << 48) | (m >> 30); }
 
 template <class State>
@@ -233,11 +233,12 @@ struct ll_fifo {
     return clean;
   }
 
-  // Thread 0: the count travels with the message in its header line, so that a receiver expecting
-  // another count says so (stall_size).
+  // Thread 0: the count and the call's fingerprint travel with the message in its header line, so
+  // that a receiver expecting another count or another call says so (stall_size, stall_call).
   __device__ static void exchange_headers(const State& c, peers from, peers to, const message_lines& m, index_t n) {
     for (int k = 0; k < to.size; ++k)
-      ll_store<scope>(m.sl[k], ll_lo(static_cast<std::uint32_t>(n), m.sflag[k]), ll_hi(0, m.sflag[k]));
+      ll_store<scope>(m.sl[k], ll_lo(static_cast<std::uint32_t>(n), m.sflag[k]),
+                      ll_hi(c.call & 0x7fffffffu, m.sflag[k]));
     for (int k = 0; k < from.size; ++k) {
       std::uint64_t a, b;
       ll_load<scope>(m.rl[k], a, b);
@@ -247,8 +248,9 @@ struct ll_fifo {
         c.stall(f, c.recv_step[f], transport::stall_recv, r);
         break;
       }
-      if (static_cast<std::uint32_t>(a) != static_cast<std::uint32_t>(n)) {
-        c.stall(f, c.recv_step[f], transport::stall_size, wait_result::timeout);
+      if (static_cast<std::uint32_t>(a) != static_cast<std::uint32_t>(n) ||
+          static_cast<std::uint32_t>(b) != (c.call & 0x7fffffffu)) {
+        c.stall_message(f, c.recv_step[f], static_cast<std::uint32_t>(b));
         break;
       }
     }

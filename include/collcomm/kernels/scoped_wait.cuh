@@ -29,7 +29,7 @@ inline constexpr cuda::thread_scope thread_scope_of = cuda::thread_scope_system;
 template <>
 inline constexpr cuda::thread_scope thread_scope_of<transport::scope_device> = cuda::thread_scope_device;
 
-// Relaxed loads, stores and adds, and acq_rel fences, at one scope.
+// Relaxed loads, stores, adds and compare-exchanges, and acq_rel fences, at one scope.
 template <class Scope>
 struct scoped {
   static constexpr cuda::thread_scope scope = thread_scope_of<Scope>;
@@ -41,6 +41,11 @@ struct scoped {
   }
   __device__ static std::uint64_t fetch_add(std::uint64_t* p, std::uint64_t v) {
     return cuda::atomic_ref<std::uint64_t, scope>(*p).fetch_add(v, cuda::std::memory_order_relaxed);
+  }
+  // Relaxed; on failure `expected` holds the value found.
+  __device__ static bool compare_exchange(std::uint64_t* p, std::uint64_t& expected, std::uint64_t v) {
+    return cuda::atomic_ref<std::uint64_t, scope>(*p).compare_exchange_strong(expected, v,
+                                                                              cuda::std::memory_order_relaxed);
   }
   __device__ static void fence() { cuda::atomic_thread_fence(cuda::std::memory_order_acq_rel, scope); }
 };
@@ -80,7 +85,8 @@ __device__ wait_result wait_at_least(std::uint64_t* addr, std::uint64_t target, 
 // world's abort word) raises the abort words and claims the rank's stall record; the first
 // claimant writes it.
 __device__ inline void record_stall(const transport::handle_fields& h, int rank, int channel, int peer,
-                                    std::uint64_t step, std::uint32_t what, wait_result why) {
+                                    std::uint64_t step, std::uint32_t what, wait_result why, std::uint32_t call = 0,
+                                    std::uint32_t peer_call = 0) {
   if (why == wait_result::aborted) return;
   cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system>(*h.abort).store(1, cuda::std::memory_order_relaxed);
   if (h.entry_abort != h.abort)
@@ -95,6 +101,8 @@ __device__ inline void record_stall(const transport::handle_fields& h, int rank,
   s.channel = channel;
   s.step = step;
   s.what = what;
+  s.call = call;
+  s.peer_call = peer_call;
   claim.store(1, cuda::std::memory_order_release);
 }
 

@@ -7,8 +7,9 @@
 //             the block's stores, which bar.sync ordered before it), then a relaxed store of tail.
 //   receiver: thread 0 spins with relaxed loads of tail, then fence.acq_rel; __syncthreads; all
 //             threads read the slot; __syncthreads; thread 0 fences and stores head, freeing it.
-// The receiver checks the count each message carries in the slot's `sizes` word: counts that
-// differ across ranks are a stall_size error, not a wrong result.
+// The receiver checks the count and the call fingerprint each message carries in the slot's `sizes`
+// word (size_word): counts that differ across ranks are a stall_size error, a message of another
+// call (ranks that disagree on the call: gpu/launch.hpp, fingerprint_of) a stall_call error, not a wrong result.
 #pragma once
 
 #include <collcomm/kernels/channel.cuh>
@@ -96,8 +97,8 @@ struct simple_fifo {
       transport::fifo_view& conn = c.h.fifo(c.channel, f, c.rank);
       const wait_result r = wait_at_least(conn.tail, c.recv_step[f] + 1, c.h);
       if (r != wait_result::ok) return c.stall(f, c.recv_step[f], transport::stall_recv, r);
-      if (conn.sizes[c.recv_step[f] & (c.h.slots - 1)] != n)
-        return c.stall(f, c.recv_step[f], transport::stall_size, wait_result::timeout);
+      const std::uint64_t got = conn.sizes[c.recv_step[f] & (c.h.slots - 1)];
+      if (got != size_word(c.call, n)) return c.stall_message(f, c.recv_step[f], static_cast<std::uint32_t>(got >> 32));
     }
     for (int t : to) {
       const wait_result r = c.wait_send_slot(t);
@@ -110,7 +111,7 @@ struct simple_fifo {
   // the sent ones, at the handle's scope.
   __device__ static void publish(const State& c, peers from, peers to, index_t n) {
     using ops = typename State::ops;
-    for (int t : to) c.h.fifo(c.channel, c.rank, t).sizes[c.send_step[t] & (c.h.slots - 1)] = n;
+    for (int t : to) c.h.fifo(c.channel, c.rank, t).sizes[c.send_step[t] & (c.h.slots - 1)] = size_word(c.call, n);
     ops::fence();
     for (int f : from) ops::store(c.h.fifo(c.channel, f, c.rank).head, ++c.recv_step[f]);
     for (int t : to) ops::store(c.h.fifo(c.channel, c.rank, t).tail, ++c.send_step[t]);

@@ -41,7 +41,7 @@ struct scope_system {
 // both only grow, so a stale value is never mistaken for a fresh one.
 struct fifo_view {
   char* data;            // slots * slot_bytes
-  std::uint64_t* sizes;  // slots: element count of the message in each slot (checked by the receiver)
+  std::uint64_t* sizes;  // slots: the message's element count and its call's fingerprint (checked by the receiver)
   std::uint64_t* tail;   // written by the sender with a release store
   std::uint64_t* head;   // written by the receiver with a release store
 };
@@ -60,13 +60,18 @@ struct stall_record {
   std::int32_t channel;
   std::uint64_t step;  // the message (or barrier) number awaited
   std::uint32_t what;  // stall_what
+  // stall_call: the fingerprint (31 bits) of the waiting rank's call and of the call the peer's
+  // message belongs to.
+  std::uint32_t call;
+  std::uint32_t peer_call;
 };
 enum stall_what : std::uint32_t {
   stall_none = 0,
   stall_recv = 1,
   stall_send_slot = 2,
   stall_barrier = 3,
-  stall_size = 4
+  stall_size = 4,
+  stall_call = 5  // a message of another call: the ranks disagree on the call (gpu/launch.hpp, fingerprint_of)
 };
 
 struct handle_fields {

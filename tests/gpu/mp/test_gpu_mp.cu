@@ -588,6 +588,77 @@ namespace {
 
 // Rank 1 aborts while the others' kernels wait for it: they return errc::aborted, later calls
 // on every rank throw it, and a new communicator over the same bootstrap works.
+// Ranks that disagree about a call (`what`: "root", rank 1 broadcasts from root 1, the others
+// from 0; "op", rank 1 reduces with max, the others with sum; "one_shot", rank 1 passes 8 fewer
+// elements to a direct all_reduce), then make an agreeing all_reduce:
+// each rank gets an error in the first or the second call (in comm.check()), an all_reduce that
+// passes its check returns the right sums, and a third call is refused (errc::aborted). The rank's
+// report holds its error (the test looks for "another call" in some rank's).
+int scenario_disagree(bootstrap::tcp& boot, const std::string& what) {
+  const int me = boot.rank(), n = boot.size();
+  gpu::options o;
+  o.timeout = 3s;
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const index_t count = 5003;
+  float *in = nullptr, *out = nullptr;
+  CK(cudaMalloc(&in, count * sizeof(float)));
+  CK(cudaMalloc(&out, count * sizeof(float)));
+  std::vector<float> h(count);
+  for (index_t i = 0; i < count; ++i) h[i] = static_cast<float>(me + static_cast<int>(i % 7));
+  CK(cudaMemcpy(in, h.data(), count * sizeof(float), cudaMemcpyHostToDevice));
+  int code = 0;
+  {
+    nvcomm comm(boot, 0, o);
+    boot.barrier();
+    std::string err;
+    try {
+      if (what == "root")
+        broadcast<algo::ring>(comm, in, out, count, me == 1 ? 1 : 0, s);
+      else if (what == "one_shot")
+        all_reduce<algo::one_shot>(comm, in, out, me == 1 ? count - 8 : count, op::sum{}, s);
+      else if (me == 1)
+        all_reduce<algo::ring>(comm, in, out, count, op::max{}, s);
+      else
+        all_reduce<algo::ring>(comm, in, out, count, op::sum{}, s);
+      CK(cudaStreamSynchronize(s));
+      comm.check();
+      CK(cudaMemset(out, 0x7F, count * sizeof(float)));
+      all_reduce<algo::ring>(comm, in, out, count, op::sum{}, s);
+      CK(cudaStreamSynchronize(s));
+      comm.check();
+      CK(cudaMemcpy(h.data(), out, count * sizeof(float), cudaMemcpyDeviceToHost));
+      for (index_t i = 0; i < count; ++i)
+        if (h[i] != static_cast<float>(n * (n - 1) / 2 + n * static_cast<int>(i % 7))) {
+          report("rank %d: the agreeing all_reduce returned a wrong value at %lld", me, static_cast<long long>(i));
+          code = 1;
+          break;
+        }
+      report("rank %d: no error in either call", me);
+      code = 1;
+    } catch (const error& e) {
+      report("rank %d: %s", me, e.what());
+    }
+    try {
+      all_reduce<algo::ring>(comm, in, out, count, op::sum{}, s);
+      CK(cudaStreamSynchronize(s));
+      comm.check();
+      report("rank %d: a call after the failure did not throw", me);
+      code = 1;
+    } catch (const error& e) {
+      if (e.code() != errc::aborted) {
+        report("rank %d: a call after the failure: %s", me, e.what());
+        code = 1;
+      }
+    }
+    CK(cudaStreamSynchronize(s));
+  }
+  cudaFree(in);
+  cudaFree(out);
+  cudaStreamDestroy(s);
+  return code;
+}
+
 int scenario_abort(bootstrap::tcp& boot) {
   const int me = boot.rank();
   gpu::options o;
@@ -818,6 +889,12 @@ int child_main(const std::string& scenario) {
       code = scenario_leak<nvcomm>(boot, o);
     } else if (scenario == "abort")
       code = scenario_abort(boot);
+    else if (scenario == "disagree_root")
+      code = scenario_disagree(boot, "root");
+    else if (scenario == "disagree_op")
+      code = scenario_disagree(boot, "op");
+    else if (scenario == "disagree_one_shot")
+      code = scenario_disagree(boot, "one_shot");
     else if (scenario == "kill")
       code = scenario_kill<nvcomm>(boot, gpu::options{});
     else if (scenario == "split")
@@ -905,6 +982,18 @@ TEST_CASE("mp fault: abort") {
   const auto shm0 = collcomm_shm();
   expect_all(run_ranks(3, "abort", 1, 90s), "abort");
   CHECK(collcomm_shm() == shm0);
+}
+
+TEST_CASE("mp fault: processes that disagree about a call get an error naming it, never another call's data") {
+  for (const char* what : {"disagree_root", "disagree_op", "disagree_one_shot"}) {
+    const auto shm0 = collcomm_shm();
+    const auto j = run_ranks(3, what, 1, 90s);
+    expect_all(j, what);
+    bool named = false;
+    for (const auto& r : j.reports) named = named || r.find("another call") != std::string::npos;
+    CHECK(named);
+    CHECK(collcomm_shm() == shm0);
+  }
 }
 
 // 4 processes, the last SIGKILLs itself under its first call; the 3 survivors pass their checks

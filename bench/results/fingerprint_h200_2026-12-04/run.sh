@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The call fingerprint in every FIFO message and at every direct barrier: the GPU tests built and
+# run on the device, the multi-process tests (faults included), then this tree's bench against
+# dde0154's (carried: .deps/bin/collcomm_bench_old, collcomm_bench_mp_old), interleaved, twice.
+#   bash bench/results/fingerprint_h200_2026-12-04/run.sh OUT
+set -u
+OUT=$1
+. bench/scripts/common.sh
+record_env "$OUT"
+chmod +x .deps/bin/* 2>/dev/null
+bash bench/scripts/gpu_tests.sh "$OUT" build
+mkdir -p build-gpu/bin
+cp build-gpu/tests/gpu/mp/gpu_test_gpu_mp build-gpu/bin/test_gpu_mp
+cp build-gpu/bench/collcomm_bench build-gpu/bench/collcomm_bench_mp build-gpu/bin/
+export NEW_BIN=build-gpu/bin/collcomm_bench OLD_BIN=.deps/bin/collcomm_bench_old
+{
+  ab ring_ll8 -k all_reduce -a ring -p ll -r 8 -b 8 -e 64K -f 8 -n 50 -w 10 -R 7 -c 1 -G
+  ab tree_ll8 -k all_reduce -a tree -p ll -r 8 -b 8 -e 64K -f 8 -n 50 -w 10 -R 7 -c 1 -G
+  ab ring8 -k all_reduce -a ring -r 8 -b 8 -e 64K -f 8 -n 50 -w 10 -R 7 -c 1 -G
+  ab os8 -k all_reduce -a one_shot -r 8 -b 8 -e 8K -f 1024 -n 50 -w 10 -R 7 -c 1 -G
+  ab ring8big -k all_reduce -a ring -r 8 -b 16M -e 256M -f 4 -n 10 -w 3 -R 3 -c 1 -C 16 -s 1M
+  ab ag8big -k all_gather -a ring -r 8 -b 16M -e 256M -f 4 -n 10 -w 3 -R 3 -c 1 -C 16 -s 1M
+} > "$OUT/ab_threads.txt" 2>&1
+grep -c "^# exit 0" "$OUT/ab_threads.txt"
+# Processes (MPS, processes.sh's tests, then the disagreement faults, then old/new mp bench).
+BIN=build-gpu/bin bash bench/scripts/processes.sh "$OUT/mp" tests
+export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps_pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps_log
+nvidia-cuda-mps-control -d
+trap 'echo quit | nvidia-cuda-mps-control' EXIT
+(time timeout 120 build-gpu/bin/test_gpu_mp --only 'mp fault: processes*') > "$OUT/mp/test_mp_disagree.log" 2>&1
+echo "disagree rc=$?" >> "$OUT/mp/summary.txt"
+{
+  for round in 1 2; do
+    for v in old new; do
+      b=build-gpu/bin/collcomm_bench_mp
+      [[ $v == old ]] && b=.deps/bin/collcomm_bench_mp_old
+      for n in 2 8; do
+        for a in one_shot ring; do
+          echo "\$ [mp n=$n $a $v round $round] collcomm_bench_mp -n $n -k all_reduce -a $a -b 8 -e 64K -f 8 -C 1 -G 1 -w 20 -i 100"
+          timeout 60 "$b" -n $n -k all_reduce -a $a -b 8 -e 64K -f 8 -C 1 -G 1 -w 20 -i 100 2>&1 | grep -vE "^#  +size"
+          echo "# exit $?"
+        done
+      done
+    done
+  done
+} > "$OUT/ab_processes.txt" 2>&1
+grep -c "^# exit 0" "$OUT/ab_processes.txt"

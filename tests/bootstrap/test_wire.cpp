@@ -1,5 +1,7 @@
 // The bootstrap wire format: round trips, and a parser that rejects (never crashes on) every
-// truncation, single-byte corruption and random input.
+// truncation, single-byte corruption and random input; the handshake's keyed hash (SipHash-2-4
+// test vectors) and the rank-list summaries of error messages.
+#include <collcomm/bootstrap/auth.hpp>
 #include <collcomm/bootstrap/wire.hpp>
 
 #include <doctest/doctest.h>
@@ -29,7 +31,7 @@ TEST_CASE("wire: round trip of every message type, payload sizes 0..300") {
   const wire::expect e{g() | 1, 8};
   for (std::uint16_t t = wire::msg_first; t <= wire::msg_last; ++t)
     for (std::size_t n : {0, 1, 7, 31, 32, 33, 300}) {
-      wire::header h{static_cast<wire::msg>(t), e.token, int(g() % 8), int(g() % 9) - 1, 0};
+      wire::header h{static_cast<wire::msg>(t), e.job, int(g() % 8), int(g() % 9) - 1, 0};
       auto payload = random_bytes(g, n);
       auto m = wire::encode(h, payload);
       REQUIRE(m.size() == wire::header_bytes + n);
@@ -37,7 +39,7 @@ TEST_CASE("wire: round trip of every message type, payload sizes 0..300") {
       std::span<const std::byte> p;
       REQUIRE(wire::parse(m, e, got, p) == wire::status::ok);
       CHECK(got.type == h.type);
-      CHECK(got.token == e.token);
+      CHECK(got.job == e.job);
       CHECK(got.sender == h.sender);
       CHECK(got.peer == h.peer);
       CHECK(got.length == n);
@@ -48,7 +50,7 @@ TEST_CASE("wire: round trip of every message type, payload sizes 0..300") {
 TEST_CASE("wire: every truncation and an extra byte are errors") {
   std::mt19937_64 g(fresh_seed());
   const wire::expect e{g() | 1, 4};
-  auto m = wire::encode({wire::msg::gather, e.token, 3, -1, 0}, random_bytes(g, 40));
+  auto m = wire::encode({wire::msg::gather, e.job, 3, -1, 0}, random_bytes(g, 40));
   wire::header h;
   std::span<const std::byte> p;
   for (std::size_t k = 0; k < m.size(); ++k)
@@ -62,13 +64,13 @@ TEST_CASE("wire: foreign, out-of-range and oversized headers are named") {
   wire::header h;
   std::span<const std::byte> p;
   auto bad = [&](wire::header x) { return wire::parse(wire::encode(x, {}), e, h, p); };
-  CHECK(bad({wire::msg::hello, 0x1235, 1, -1, 0}) == wire::status::bad_token);
+  CHECK(bad({wire::msg::hello, 0x1235, 1, -1, 0}) == wire::status::bad_job);
   CHECK(bad({wire::msg::hello, 0x1234, 4, -1, 0}) == wire::status::bad_rank);
   CHECK(bad({wire::msg::hello, 0x1234, -1, -1, 0}) == wire::status::bad_rank);
   CHECK(bad({wire::msg::p2p, 0x1234, 1, 4, 0}) == wire::status::bad_rank);
   CHECK(bad({wire::msg::p2p, 0x1234, 1, -2, 0}) == wire::status::bad_rank);
   CHECK(bad({static_cast<wire::msg>(0), 0x1234, 1, -1, 0}) == wire::status::bad_type);
-  CHECK(bad({static_cast<wire::msg>(8), 0x1234, 1, -1, 0}) == wire::status::bad_type);
+  CHECK(bad({static_cast<wire::msg>(9), 0x1234, 1, -1, 0}) == wire::status::bad_type);
   // A header that claims more than 64 MiB is refused from the header alone.
   std::array<std::byte, wire::header_bytes> hb;
   wire::encode_header({wire::msg::gather, 0x1234, 1, -1, wire::max_payload + 1}, hb.data());
@@ -81,14 +83,14 @@ TEST_CASE("wire: foreign, out-of-range and oversized headers are named") {
   m[0] ^= std::byte{1};
   CHECK(wire::parse(m, e, h, p) == wire::status::bad_magic);
   m[0] ^= std::byte{1};
-  m[4] = std::byte{2};
+  m[4] = std::byte{1};  // version 1: the format before job ids
   CHECK(wire::parse(m, e, h, p) == wire::status::bad_version);
 }
 
 TEST_CASE("wire: every single-byte corruption of the header is caught or harmless") {
   std::mt19937_64 g(fresh_seed());
   const wire::expect e{g() | 1, 8};
-  const wire::header orig{wire::msg::p2p, e.token, 2, 5, 0};
+  const wire::header orig{wire::msg::p2p, e.job, 2, 5, 0};
   const auto payload = random_bytes(g, 16);
   const auto m = wire::encode(orig, payload);
   int caught = 0, harmless = 0;
@@ -108,7 +110,7 @@ TEST_CASE("wire: every single-byte corruption of the header is caught or harmles
       CHECK(((i >= 6 && i < 8) || (i >= 16 && i < 24)));
       CHECK(h.length == payload.size());
     }
-  // magic, version, token and length bytes: every change is caught.
+  // magic, version, job id and length bytes: every change is caught.
   CHECK(caught >= (4 + 2 + 8 + 8) * 255);
   MESSAGE("corruptions caught: " << caught << ", into another valid header: " << harmless);
 }
@@ -117,7 +119,7 @@ TEST_CASE("wire: random inputs only ever give ok or an error") {
   std::mt19937_64 g(fresh_seed());
   const wire::expect e{g() | 1, 1 + int(g() % 16)};
   int ok = 0, err = 0;
-  const auto valid = wire::encode({wire::msg::gather, e.token, 0, -1, 0}, random_bytes(g, 24));
+  const auto valid = wire::encode({wire::msg::gather, e.job, 0, -1, 0}, random_bytes(g, 24));
   for (int i = 0; i < 300000; ++i) {
     std::vector<std::byte> in;
     switch (i % 3) {
@@ -150,4 +152,35 @@ TEST_CASE("wire: random inputs only ever give ok or an error") {
   }
   CHECK(ok + err == 300000);
   MESSAGE("random inputs: ok " << ok << ", errors " << err);
+}
+
+TEST_CASE("auth: SipHash-2-4 gives the paper's test vectors; MACs bind nonce, rank and nranks") {
+  namespace auth = collcomm::bootstrap::auth;
+  std::array<std::byte, 15> m;
+  for (std::size_t i = 0; i < m.size(); ++i) m[i] = std::byte(i);
+  const std::uint64_t k0 = 0x0706050403020100ull, k1 = 0x0f0e0d0c0b0a0908ull;  // key bytes 00..0f
+  CHECK(auth::siphash24(k0, k1, std::span(m).first(0)) == 0x726fdb47dd0e0e31ull);
+  CHECK(auth::siphash24(k0, k1, m) == 0xa129ca6149be45e5ull);
+  auth::nonce a{}, b{};
+  b[3] = std::byte{1};
+  const std::uint64_t t = 0x1234;
+  CHECK(auth::hello_mac(t, a, a, 1, 4) != auth::hello_mac(t, b, a, 1, 4));
+  CHECK(auth::hello_mac(t, a, a, 1, 4) != auth::hello_mac(t, a, b, 1, 4));
+  CHECK(auth::hello_mac(t, a, a, 1, 4) != auth::hello_mac(t, a, a, 2, 4));
+  CHECK(auth::hello_mac(t, a, a, 1, 4) != auth::hello_mac(t, a, a, 1, 5));
+  CHECK(auth::hello_mac(t, a, a, 1, 4) != auth::hello_mac(t + 1, a, a, 1, 4));
+  CHECK(auth::hello_mac(t, a, a, 1, 4) != auth::welcome_mac(t, a, a, 1, 4));
+  CHECK(auth::job_id(t) != t);
+  CHECK(auth::mac_equal(5, 5));
+  CHECK(!auth::mac_equal(5, 5ull << 40));
+}
+
+TEST_CASE("bootstrap: rank lists read as ranges and are cut short") {
+  namespace bd = collcomm::bootstrap::detail;
+  CHECK(bd::ranks_text({3}) == "rank 3");
+  CHECK(bd::ranks_text({1, 4, 5, 6, 7, 8, 9, 12}) == "ranks 1, 4-9, 12");
+  CHECK(bd::ranks_text({1, 2}) == "ranks 1, 2");
+  std::vector<int> many;
+  for (int r = 0; r < 100; ++r) many.push_back(3 * r);
+  CHECK(bd::ranks_text(many, 3) == "ranks 0, 3, 6 (and 97 more)");
 }

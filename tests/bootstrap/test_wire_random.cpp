@@ -48,12 +48,12 @@ bytes random_bytes(std::mt19937_64& g, std::size_t n) {
 bytes valid_message(std::mt19937_64& g, const wire::expect& e, std::size_t max_payload = 64) {
   const auto type = static_cast<wire::msg>(wire::msg_first + g() % (wire::msg_last - wire::msg_first + 1));
   const int sender = int(g() % std::uint64_t(e.nranks)), peer = int(g() % std::uint64_t(e.nranks + 1)) - 1;
-  return wire::encode({type, e.token, sender, peer, 0}, random_bytes(g, g() % (max_payload + 1)));
+  return wire::encode({type, e.job, sender, peer, 0}, random_bytes(g, g() % (max_payload + 1)));
 }
 
 // The oracle's input layout: flags, nranks - 1, message (see wire_oracle.hpp).
 bytes framed(const wire::expect& e, const bytes& m) {
-  bytes in{std::byte(e.token == wire_oracle::fixed_token ? 0 : 1), std::byte(e.nranks - 1)};
+  bytes in{std::byte(e.job == wire_oracle::fixed_job ? 0 : 1), std::byte(e.nranks - 1)};
   in.insert(in.end(), m.begin(), m.end());
   return in;
 }
@@ -78,8 +78,8 @@ TEST_CASE("wire: 100000 random, mutated, truncated and oversized inputs give an 
   std::size_t allocs = 0;
   for (int i = 0; i < total; ++i) {
     const int kind = i % 9;
-    // Half the inputs use the fixed token (the oracle then expects it), half their own.
-    const wire::expect e{(i / 9) % 2 ? wire_oracle::fixed_token : (g() | 1), 1 + int(g() % 256)};
+    // Half the inputs use the fixed job id (the oracle then expects it), half their own.
+    const wire::expect e{(i / 9) % 2 ? wire_oracle::fixed_job : (g() | 1), 1 + int(g() % 256)};
     bytes m;
     wire::status want{};
     bool known = true;

@@ -13,8 +13,8 @@
 //   - the environment's integer parser: a collcomm::error or a value inside its bounds.
 // It returns nullptr when everything held, else what was violated (the fuzzer aborts on it).
 //
-// Input layout: byte 0 = flags (bit 0: expect the token the message itself carries, so the
-// fuzzer gets past the token check quickly), byte 1 = nranks - 1, the rest = the message.
+// Input layout: byte 0 = flags (bit 0: expect the job id the message itself carries, so the
+// fuzzer gets past the job check quickly), byte 1 = nranks - 1, the rest = the message.
 #pragma once
 
 #include <collcomm/bootstrap/env.hpp>
@@ -30,7 +30,7 @@ namespace wire_oracle {
 namespace wire = collcomm::bootstrap::wire;
 namespace bs = collcomm::bootstrap;
 
-inline constexpr std::uint64_t fixed_token = 0x5eed5eed12345678ull;
+inline constexpr std::uint64_t fixed_job = 0x5eed5eed12345678ull;
 
 inline const char* check_message(std::span<const std::byte> in, const wire::expect& e) {
   wire::header h{}, hd{};
@@ -39,9 +39,9 @@ inline const char* check_message(std::span<const std::byte> in, const wire::expe
   const auto sd = wire::decode_header(in, e, hd);
   if (s == wire::status::ok) {
     if (sd != wire::status::ok) return "parse ok but decode_header not ok";
-    if (hd.type != h.type || hd.token != h.token || hd.sender != h.sender || hd.peer != h.peer || hd.length != h.length)
+    if (hd.type != h.type || hd.job != h.job || hd.sender != h.sender || hd.peer != h.peer || hd.length != h.length)
       return "decode_header and parse disagree";
-    if (h.token != e.token) return "ok with a foreign token";
+    if (h.job != e.job) return "ok with a foreign job id";
     if (h.sender < 0 || h.sender >= e.nranks) return "ok with sender out of range";
     if (h.peer < -1 || h.peer >= e.nranks) return "ok with peer out of range";
     if (static_cast<std::uint16_t>(h.type) < wire::msg_first || static_cast<std::uint16_t>(h.type) > wire::msg_last)
@@ -114,9 +114,9 @@ inline const char* check_input(std::span<const std::byte> data) {
   const auto flags = static_cast<unsigned>(data[0]);
   const int nranks = 1 + static_cast<int>(data[1]);
   const auto msg = data.subspan(2);
-  std::uint64_t token = fixed_token;
-  if ((flags & 1) && msg.size() >= 16) token = wire::detail::get<std::uint64_t>(msg.data() + 8);
-  const wire::expect e{token, nranks};
+  std::uint64_t job = fixed_job;
+  if ((flags & 1) && msg.size() >= 16) job = wire::detail::get<std::uint64_t>(msg.data() + 8);
+  const wire::expect e{job, nranks};
   if (auto r = check_message(msg, e)) return r;
   if (auto r = check_stream(msg, e)) return r;
   return check_ids(msg);

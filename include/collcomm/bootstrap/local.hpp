@@ -12,7 +12,8 @@
 //   - all_gather with differing sizes is errc::invalid_usage on every rank, naming the rank whose
 //     size differs from rank 0's ("rank 2 gave 5 bytes, rank 0 gave 4");
 //   - send is buffered (never waits); recv must match the message's size exactly;
-//   - messages and all_gather results are bounded by wire::max_payload (64 MiB), as over tcp;
+//   - at most max_ranks ranks; messages and all_gather results are bounded by max_payload
+//     (64 MiB), as over tcp (bootstrap.hpp);
 //   - every wait ends by the group's timeout (default 30 s) with errc::timeout naming the ranks
 //     that did not arrive, or earlier with errc::aborted naming a rank whose bootstrap was
 //     destroyed (its thread returned or threw) before it arrived.
@@ -28,7 +29,6 @@
 #pragma once
 
 #include <collcomm/bootstrap/bootstrap.hpp>
-#include <collcomm/bootstrap/wire.hpp>
 #include <collcomm/config.hpp>
 #include <collcomm/error.hpp>
 
@@ -83,21 +83,13 @@ struct local_state {
   }
 };
 
-inline std::string local_ranks_text(const std::vector<int>& r) {
-  std::string s = r.size() == 1 ? "rank " : "ranks ";
-  for (std::size_t i = 0; i < r.size(); ++i) s += (i ? ", " : "") + std::to_string(r[i]);
-  return s;
-}
-
 }  // namespace detail
 
 // The shared state of `nranks` thread ranks. Copy it to each thread (it is a shared handle).
 class local_group {
  public:
   explicit local_group(int nranks, std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
-    if (nranks < 1)
-      collcomm::detail::fail(errc::invalid_argument, "bootstrap::local_group", no_rank,
-                             "nranks = " + std::to_string(nranks) + " must be >= 1");
+    detail::check_nranks("bootstrap::local_group", "argument 'nranks'", nranks);
     if (timeout.count() <= 0)
       collcomm::detail::fail(errc::invalid_argument, "bootstrap::local_group", no_rank, "timeout must be positive");
     state_ = std::make_shared<detail::local_state>(nranks, timeout);
@@ -154,7 +146,7 @@ class local {
     if (out.size() != n * p)
       fail(errc::invalid_argument, "all_gather: out has " + std::to_string(out.size()) +
                                        " bytes, want size() * in.size() = " + std::to_string(n * p));
-    if (n > wire::max_payload / p) fail(errc::invalid_argument, "all_gather: result would exceed 64 MiB");
+    if (n > max_payload / p) detail::check_payload("bootstrap::local", rank_, "all_gather: a result", out.size());
     collective(in, out, "all_gather");
   }
 
@@ -162,8 +154,7 @@ class local {
 
   void send(int peer, std::span<const std::byte> bytes) {
     check_peer(peer, "send");
-    if (bytes.size() > wire::max_payload)
-      fail(errc::invalid_argument, "send: message of " + std::to_string(bytes.size()) + " bytes exceeds 64 MiB");
+    detail::check_payload("bootstrap::local", rank_, "send: a message", bytes.size());
     std::lock_guard g(s_->m);
     check_usable();
     // The peer can never receive it: as loud as tcp's closed connection.
@@ -265,11 +256,11 @@ class local {
       for (int r = 0; r < n; ++r)
         if (!rd.arrived[std::size_t(r)]) (s_->departed[std::size_t(r)] ? gone : missing).push_back(r);
       if (!gone.empty())
-        fail_group(errc::aborted, what + ": " + detail::local_ranks_text(gone) +
+        fail_group(errc::aborted, what + ": " + detail::ranks_text(gone) +
                                       (gone.size() == 1 ? "'s bootstrap was" : "' bootstraps were") +
                                       " destroyed (its thread left) before it arrived");
       if (clock::now() >= deadline)
-        fail_group(errc::timeout, what + ": " + detail::local_ranks_text(missing) + " did not arrive within " +
+        fail_group(errc::timeout, what + ": " + detail::ranks_text(missing) + " did not arrive within " +
                                       std::to_string(s_->timeout.count()) + " ms");
       s_->cv.wait_until(lk, deadline);
     }

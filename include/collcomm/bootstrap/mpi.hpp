@@ -130,6 +130,7 @@ class mpi {
     if (timeout.count() <= 0) fail(errc::invalid_argument, "timeout must be positive");
     check(MPI_Comm_rank(comm, &rank_), "MPI_Comm_rank");
     check(MPI_Comm_size(comm, &size_), "MPI_Comm_size");
+    detail::check_nranks("bootstrap::mpi", "the communicator's size", size_);
     try {
       // Every rank arrives (named if not) before the collective MPI_Comm_idup is posted.
       census(comm, detail::mpi_handshake_seq, 0, "the bootstrap handshake");
@@ -187,7 +188,7 @@ class mpi {
     if (out.size() != n * p)
       fail(errc::invalid_argument, "all_gather: out has " + std::to_string(out.size()) +
                                        " bytes, want size() * in.size() = " + std::to_string(n * p));
-    if (n > wire::max_payload / p) fail(errc::invalid_argument, "all_gather: result would exceed 64 MiB");
+    if (n > max_payload / p) detail::check_payload("bootstrap::mpi", rank_, "all_gather: a result", out.size());
     check_usable();
     progress();
     census(comm_, seq_++, n, "all_gather");
@@ -216,8 +217,7 @@ class mpi {
 
   void send(int peer, std::span<const std::byte> bytes) {
     check_peer(peer, "send");
-    if (bytes.size() > wire::max_payload)
-      fail(errc::invalid_argument, "send: message of " + std::to_string(bytes.size()) + " bytes exceeds 64 MiB");
+    detail::check_payload("bootstrap::mpi", rank_, "send: a message", bytes.size());
     check_usable();
     if (peer == rank_) {
       self_q_.emplace_back(bytes.begin(), bytes.end());
@@ -383,8 +383,7 @@ class mpi {
         MPI_Cancel(&req[std::size_t(r)]);
         MPI_Wait(&req[std::size_t(r)], MPI_STATUS_IGNORE);
       }
-      std::string ranks = missing.size() == 1 ? "rank " : "ranks ";
-      for (std::size_t i = 0; i < missing.size(); ++i) ranks += (i ? ", " : "") + std::to_string(missing[i]);
+      const std::string ranks = detail::ranks_text(missing);
       status = 1 + int(errc::timeout);
       text =
           what + ": " + ranks + " did not arrive within " + std::to_string(timeout_.count()) + " ms (seen by rank 0)";

@@ -7,18 +7,32 @@
 //   collcomm::bootstrap::tcp boot(collcomm::bootstrap::unique_id::from_string(s), rank, nranks);
 //
 // unique_id::create() binds and listens at once (so the port is known and cannot be taken by
-// someone else); the listening socket is kept in this process and handed to the rank-0 tcp built
-// from that id here or in a forked child. A process that created the id but does not run rank 0
-// calls release_listener(id). Non-root ranks built in a process that holds the listener close
-// their inherited copy.
+// someone else) and draws the job token from getrandom(2). The listening socket stays in this
+// process's registry until the rank-0 tcp built from that id takes it (here, in a thread, or in
+// a forked child); only rank 0 ever takes or closes it. A process that created the id but does
+// not run rank 0 calls release_listener(id). Ranks may be threads of one process, built in any
+// order. Every descriptor is close-on-exec.
 //
-// Protocol (wire.hpp): non-root ranks connect to rank 0 (retrying until the timeout) and send
-// hello; rank 0 accepts until every rank arrived, drops any connection whose first message is
-// not a valid hello of this job (stranger, wrong token, bad rank, duplicate rank, other nranks),
-// then sends welcome to all. all_gather and barrier gather at rank 0 and scatter back; send/recv
+// Protocol (wire.hpp, auth.hpp): non-root ranks connect to rank 0 (retrying until the timeout).
+// Rank 0 answers each connection with a challenge (a fresh random nonce); the rank proves that
+// it holds the job token with a hello carrying a MAC over that nonce, its own nonce, its rank and
+// nranks; once every rank arrived, rank 0 sends each a welcome with a MAC that proves rank 0
+// holds the token too. The token never travels. Rank 0 drops, silently, a connection whose
+// first message is not a hello of this job (a stranger, another job), and one that sends nothing
+// within the handshake grace, min(timeout / 4, 2 s); at most max_pending connections wait for
+// their hello at once (a new one drops the oldest), and when descriptors run out (EMFILE) the
+// oldest waiting connection makes room (with none to drop, accepting pauses for 10 ms, so rank 0
+// never spins on a listener it cannot accept from). A rank dropped before its hello reconnects
+// (until its timeout), so real ranks join while a flood goes on. A hello of this job that
+// fails the MAC (a replay of an earlier run, a peer without the token), claims a rank that
+// already joined, or gives another nranks fails the job at once: rank 0 sends every connected
+// rank an abort and throws, naming the rank and the peers' addresses.
+//
+// After the handshake, all_gather and barrier gather at rank 0 and scatter back; send/recv
 // between non-root ranks are relayed by rank 0 while rank 0 is inside any bootstrap call or its
 // destructor (which waits, bounded by the timeout, until every other rank said bye), so a job
-// whose ranks all destroy their bootstrap always delivers.
+// whose ranks all destroy their bootstrap always delivers. A send over max_payload is refused on
+// the sender (errc::invalid_argument) and the bootstrap stays usable.
 //
 // Timeouts: rank 0 waits `timeout` for the ranks (handshake, each collective) and then tells every
 // connected rank which ranks did not arrive (errc::timeout) before throwing the same. Non-root
@@ -26,27 +40,21 @@
 // first; a rank 0 that never listens gives errc::timeout "rank 0 ... did not arrive".
 #pragma once
 
+#include <collcomm/bootstrap/auth.hpp>
 #include <collcomm/bootstrap/bootstrap.hpp>
+#include <collcomm/bootstrap/socket.hpp>
 #include <collcomm/bootstrap/wire.hpp>
 #include <collcomm/config.hpp>
 #include <collcomm/error.hpp>
 
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <array>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <mutex>
-#include <random>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -56,138 +64,6 @@ COLLCOMM_NAMESPACE_BEGIN
 namespace bootstrap {
 
 namespace detail {
-using clock = std::chrono::steady_clock;
-using collcomm::detail::fail;
-
-// Owns one file descriptor; closes it on destruction.
-class fd_owner {
- public:
-  fd_owner() = default;
-  explicit fd_owner(int fd) noexcept : fd_(fd) {}
-  fd_owner(fd_owner&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-  fd_owner& operator=(fd_owner&& o) noexcept {
-    if (this != &o) {
-      reset();
-      fd_ = std::exchange(o.fd_, -1);
-    }
-    return *this;
-  }
-  ~fd_owner() { reset(); }
-  void reset() noexcept {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-  int get() const noexcept { return fd_; }
-  int release() noexcept { return std::exchange(fd_, -1); }
-  explicit operator bool() const noexcept { return fd_ >= 0; }
-
- private:
-  int fd_ = -1;
-};
-
-inline std::string errno_text(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
-
-inline int ms_left(clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count();
-  return left <= 0 ? 0 : static_cast<int>(std::min<long long>(left, 1 << 30));
-}
-
-inline sockaddr_in resolve(const std::string& host, std::uint16_t port, int rank) {
-  addrinfo hints{};
-  hints.ai_family = AF_INET;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  if (int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &res); rc != 0 || !res)
-    fail(errc::invalid_argument, "bootstrap::tcp", rank, "cannot resolve host '" + host + "': " + ::gai_strerror(rc));
-  sockaddr_in a{};
-  std::memcpy(&a, res->ai_addr, sizeof a);
-  ::freeaddrinfo(res);
-  a.sin_port = htons(port);
-  return a;
-}
-
-inline fd_owner new_socket(int rank) {
-  fd_owner s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!s) fail(errc::system, "bootstrap::tcp", rank, errno_text("socket"));
-  int one = 1;
-  ::setsockopt(s.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  return s;
-}
-
-inline fd_owner listen_on(const std::string& host, std::uint16_t port, int rank, std::uint16_t& bound_port) {
-  auto addr = resolve(host, port, rank);
-  auto s = new_socket(rank);
-  int one = 1;
-  ::setsockopt(s.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (::bind(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
-    fail(errc::system, "bootstrap::tcp", rank, errno_text(("bind " + host + ":" + std::to_string(port)).c_str()));
-  if (::listen(s.get(), 512) != 0) fail(errc::system, "bootstrap::tcp", rank, errno_text("listen"));
-  socklen_t len = sizeof addr;
-  ::getsockname(s.get(), reinterpret_cast<sockaddr*>(&addr), &len);
-  bound_port = ntohs(addr.sin_port);
-  return s;
-}
-
-enum class io { ok, timeout, closed, failed };
-
-// One connection attempt to `addr`, bounded by `deadline`: a nonblocking connect, then a poll for
-// its outcome (a host that drops SYNs would otherwise hold a blocking connect for the kernel's
-// SYN retries, ~2 minutes, whatever the timeout). Returns 0 when connected (the socket blocking
-// again), else the errno of the failure (ETIMEDOUT when the deadline passed first).
-inline int connect_by(int fd, const sockaddr_in& addr, clock::time_point deadline) {
-  const int flags = ::fcntl(fd, F_GETFL, 0);
-  if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) return errno ? errno : EINVAL;
-  int err = 0;
-  if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
-    if (errno != EINPROGRESS) return errno;
-    while (true) {
-      pollfd pf{fd, POLLOUT, 0};
-      const int rc = ::poll(&pf, 1, ms_left(deadline));
-      if (rc < 0 && errno == EINTR) continue;
-      if (rc < 0) return errno;
-      if (rc == 0) return ETIMEDOUT;
-      socklen_t len = sizeof err;
-      if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) return errno;
-      break;
-    }
-  }
-  if (err == 0 && ::fcntl(fd, F_SETFL, flags) != 0) return errno;
-  return err;
-}
-
-inline io send_all(int fd, const std::byte* p, std::size_t n, clock::time_point deadline) {
-  while (n > 0) {
-    pollfd pf{fd, POLLOUT, 0};
-    int rc = ::poll(&pf, 1, ms_left(deadline));
-    if (rc < 0 && errno == EINTR) continue;
-    if (rc < 0) return io::failed;
-    if (rc == 0) return io::timeout;
-    ssize_t k = ::send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (k < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
-    if (k < 0) return (errno == EPIPE || errno == ECONNRESET) ? io::closed : io::failed;
-    p += k;
-    n -= static_cast<std::size_t>(k);
-  }
-  return io::ok;
-}
-
-inline io recv_exact(int fd, std::byte* p, std::size_t n, clock::time_point deadline) {
-  while (n > 0) {
-    pollfd pf{fd, POLLIN, 0};
-    int rc = ::poll(&pf, 1, ms_left(deadline));
-    if (rc < 0 && errno == EINTR) continue;
-    if (rc < 0) return io::failed;
-    if (rc == 0) return io::timeout;
-    ssize_t k = ::recv(fd, p, n, MSG_DONTWAIT);
-    if (k < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
-    if (k < 0) return errno == ECONNRESET ? io::closed : io::failed;
-    if (k == 0) return io::closed;
-    p += k;
-    n -= static_cast<std::size_t>(k);
-  }
-  return io::ok;
-}
-
 // The listening sockets created by unique_id::create() in this process, by job token.
 struct listener_registry {
   std::mutex m;
@@ -211,12 +87,6 @@ struct listener_registry {
     return -1;
   }
 };
-
-inline std::string ranks_text(const std::vector<int>& r) {
-  std::string s = r.size() == 1 ? "rank " : "ranks ";
-  for (std::size_t i = 0; i < r.size(); ++i) s += (i ? ", " : "") + std::to_string(r[i]);
-  return s;
-}
 }  // namespace detail
 
 // Where rank 0 listens and the job's token. Fixed-size binary form (to_bytes, 128 bytes, like
@@ -238,11 +108,8 @@ class unique_id {
   static unique_id create(const std::string& host = "127.0.0.1", std::uint16_t port = 0) {
     std::uint16_t bound = 0;
     auto s = detail::listen_on(host, port, 0, bound);
-    std::random_device rd;
-    std::uint64_t token = (std::uint64_t(rd()) << 32) ^ rd() ^
-                          std::uint64_t(std::chrono::steady_clock::now().time_since_epoch().count()) ^
-                          (std::uint64_t(::getpid()) << 48);
-    if (token == 0) token = 1;
+    std::uint64_t token = 0;
+    while (token == 0) token = auth::random_u64();
     unique_id id(host, bound, token);
     detail::listener_registry::get().add(token, s.release());
     return id;
@@ -317,30 +184,34 @@ class unique_id {
 };
 
 // Closes the listening socket unique_id::create() left in this process (for a process that made
-// the id but does not run rank 0). Harmless if there is none.
+// the id but does not run rank 0, or a forked child that runs another rank and wants its copy
+// gone). Harmless if there is none.
 inline void release_listener(const unique_id& id) {
   detail::fd_owner(detail::listener_registry::get().take(id.token()));
 }
 
 class tcp {
  public:
+  // Connections that may wait for their hello at once on rank 0; a new one drops the oldest.
+  static constexpr std::size_t max_pending = 64;
+
   tcp(const unique_id& id, int rank, int nranks, std::chrono::milliseconds timeout = std::chrono::seconds(30))
       : rank_(rank),
         size_(nranks),
         timeout_(timeout),
         token_(id.token()),
+        job_(auth::job_id(id.token())),
         root_(id.host() + ":" + std::to_string(id.port())) {
-    if (nranks < 1) fail(errc::invalid_argument, "nranks = " + std::to_string(nranks) + " must be >= 1");
+    bootstrap::detail::check_nranks("bootstrap::tcp", "argument 'nranks'", nranks);
     if (rank < 0 || rank >= nranks)
       fail(errc::invalid_argument,
            "rank = " + std::to_string(rank) + " out of range [0, " + std::to_string(nranks) + ")");
     if (timeout.count() <= 0) fail(errc::invalid_argument, "timeout must be positive");
     p2p_q_.resize(static_cast<std::size_t>(nranks));
-    detail::fd_owner inherited(detail::listener_registry::get().take(token_));
     if (rank == 0)
-      start_root(id, std::move(inherited));
+      start_root(id, detail::fd_owner(detail::listener_registry::get().take(token_)));
     else
-      start_member(id);  // `inherited` (a forked copy of rank 0's listener) closes here
+      start_member(id);  // the registry's listener, if any, is rank 0's to take
     active_ = true;
   }
 
@@ -349,6 +220,7 @@ class tcp {
         size_(o.size_),
         timeout_(o.timeout_),
         token_(o.token_),
+        job_(o.job_),
         root_(std::move(o.root_)),
         active_(std::exchange(o.active_, false)),
         failed_(o.failed_),
@@ -387,8 +259,8 @@ class tcp {
     if (out.size() != n * std::size_t(size_))
       fail(errc::invalid_argument, "all_gather: out has " + std::to_string(out.size()) +
                                        " bytes, want size() * in.size() = " + std::to_string(n * std::size_t(size_)));
-    if (n > wire::max_payload / std::size_t(size_))
-      fail(errc::invalid_argument, "all_gather: result would exceed 64 MiB");
+    if (n > max_payload / std::size_t(size_))
+      bootstrap::detail::check_payload("bootstrap::tcp", rank_, "all_gather: a result", out.size());
     check_usable();
     if (rank_ == 0) {
       auto deadline = detail::clock::now() + timeout_;
@@ -421,6 +293,7 @@ class tcp {
 
   void send(int peer, std::span<const std::byte> bytes) {
     check_peer(peer, "send");
+    bootstrap::detail::check_payload("bootstrap::tcp", rank_, "send: a message", bytes.size());
     check_usable();
     if (peer == rank_) {
       p2p_q_[peer].emplace_back(bytes.begin(), bytes.end());
@@ -471,7 +344,7 @@ class tcp {
 
   void send_msg(int fd, wire::msg type, int peer, std::span<const std::byte> payload,
                 detail::clock::time_point deadline, int to = 0, int sender = -1) {
-    wire::header h{type, token_, sender < 0 ? rank_ : sender, peer, payload.size()};
+    wire::header h{type, job_, sender < 0 ? rank_ : sender, peer, payload.size()};
     std::array<std::byte, wire::header_bytes> hb;
     wire::encode_header(h, hb.data());
     auto r = detail::send_all(fd, hb.data(), hb.size(), deadline);
@@ -496,7 +369,7 @@ class tcp {
     if (auto r = detail::recv_exact(fd, hb.data(), hb.size(), deadline); r != detail::io::ok)
       io_fail(r, from, "receive from");
     wire::header h;
-    if (auto s = wire::decode_header(hb, {token_, size_}, h); s != wire::status::ok) {
+    if (auto s = wire::decode_header(hb, {job_, size_}, h); s != wire::status::ok) {
       failed_ = true;
       fail(errc::system, "bad message from rank " + std::to_string(from) + ": " + std::string(wire::to_string(s)));
     }
@@ -507,92 +380,176 @@ class tcp {
     return h;
   }
 
-  [[noreturn]] void abort_job(errc c, const std::string& msg) {
-    // Best effort: tell every connected rank why, then fail here too.
+  // Tells every connected rank, and `also` (a connection that authenticated but did not join),
+  // why the job failed, then throws the same here.
+  [[noreturn]] void abort_job(errc c, const std::string& msg, int also = -1) {
     std::string full = collcomm::detail::format_error("bootstrap::tcp", 0, msg);
     bytes_t p(1 + full.size());
     p[0] = std::byte(static_cast<unsigned char>(c));
     std::memcpy(p.data() + 1, full.data(), full.size());
     auto deadline = detail::clock::now() + std::chrono::milliseconds(std::min<long long>(timeout_.count(), 1000));
+    auto tell = [&](int fd, int r) {
+      try {
+        send_msg(fd, wire::msg::abort, -1, p, deadline, r);
+      } catch (...) {}
+    };
     for (int r = 1; r < size_; ++r)
-      if (peers_[r]) {
-        try {
-          send_msg(peers_[r].get(), wire::msg::abort, -1, p, deadline, r);
-        } catch (...) {}
-      }
+      if (peers_[r]) tell(peers_[r].get(), r);
+    if (also >= 0) tell(also, -1);
     failed_ = true;
     fail(c, msg);
   }
 
   // ---- rank 0 ----
+
+  // A connection that has not yet given a valid hello.
+  struct pending {
+    detail::fd_owner fd;
+    auth::nonce nonce;
+    bytes_t buf;
+    detail::clock::time_point deadline;  // dropped if no hello by then
+    std::string addr;                    // the peer's ip:port
+  };
+
+  // How long a connection may take to give its hello: min(timeout / 4, 2 s).
+  std::chrono::milliseconds handshake_grace() const {
+    return std::max(std::chrono::milliseconds(1), std::min(timeout_ / 4, std::chrono::milliseconds(2000)));
+  }
+
   void start_root(const unique_id& id, detail::fd_owner listener) {
     if (!listener) {
       std::uint16_t bound = 0;
       listener = detail::listen_on(id.host(), id.port(), 0, bound);
     }
+    // Nonblocking: the accept loop below never waits in accept4 (a forked copy may take the
+    // connection that poll announced).
+    if (const int fl = ::fcntl(listener.get(), F_GETFL, 0); fl < 0 || ::fcntl(listener.get(), F_SETFL, fl | O_NONBLOCK))
+      fail(errc::system, detail::errno_text("fcntl O_NONBLOCK on the listener"));
     peers_.resize(std::size_t(size_));
     bye_.assign(std::size_t(size_), false);
     gather_q_.resize(std::size_t(size_));
     if (size_ == 1) return;
-    struct pending {
-      detail::fd_owner fd;
-      bytes_t buf;
-    };
-    std::vector<pending> pend;
+    addr_.resize(std::size_t(size_));
+    welcome_.resize(std::size_t(size_));
+    std::deque<pending> pend;  // oldest first
     int arrived = 0;
     const auto deadline = detail::clock::now() + timeout_;
+    auto accept_from = detail::clock::time_point{};  // accepting pauses until then (descriptors ran out)
+    std::vector<pollfd> pf;
     while (arrived < size_ - 1) {
-      if (detail::clock::now() >= deadline) {
+      auto now = detail::clock::now();
+      if (now >= deadline) {
         std::vector<int> missing;
         for (int r = 1; r < size_; ++r)
           if (!peers_[r]) missing.push_back(r);
-        abort_job(errc::timeout, detail::ranks_text(missing) + " did not arrive at the bootstrap (root " + root_ +
-                                     ") within " + std::to_string(timeout_.count()) + " ms");
+        abort_job(errc::timeout, bootstrap::detail::ranks_text(missing) + " did not arrive at the bootstrap (root " +
+                                     root_ + ") within " + std::to_string(timeout_.count()) + " ms");
       }
-      std::vector<pollfd> pf{{listener.get(), POLLIN, 0}};
-      for (auto& p : pend) pf.push_back({p.fd.get(), POLLIN, 0});
-      int rc = ::poll(pf.data(), pf.size(), std::min(detail::ms_left(deadline), 100));
+      std::erase_if(pend, [&](const pending& p) { return p.deadline <= now; });  // silent for too long
+      auto wake = std::min(deadline, now + std::chrono::milliseconds(100));
+      const bool listening = now >= accept_from;
+      if (!listening) wake = std::min(wake, accept_from);
+      pf.clear();
+      pf.push_back({listening ? listener.get() : -1, POLLIN, 0});  // fd -1: poll skips it
+      for (auto& p : pend) {
+        pf.push_back({p.fd.get(), POLLIN, 0});
+        wake = std::min(wake, p.deadline);
+      }
+      const int rc = ::poll(pf.data(), pf.size(), detail::ms_left(wake));
       if (rc < 0 && errno != EINTR) fail(errc::system, detail::errno_text("poll"));
       if (rc <= 0) continue;
-      for (std::size_t i = pend.size(); i-- > 0;) {
-        if (!pf[i + 1].revents) continue;
-        auto& p = pend[i];
-        // Read at most the hello (header + 4 bytes); anything else is a stranger.
-        std::byte tmp[wire::header_bytes + 4];
-        ssize_t k = ::recv(p.fd.get(), tmp, sizeof tmp - p.buf.size(), MSG_DONTWAIT);
-        if (k < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-        bool drop = k <= 0;
-        if (!drop) {
-          p.buf.insert(p.buf.end(), tmp, tmp + k);
-          if (p.buf.size() >= wire::header_bytes) {
-            wire::header h;
-            auto s = wire::decode_header(p.buf, {token_, size_}, h);
-            drop = s != wire::status::ok || h.type != wire::msg::hello || h.length != 4 || h.sender == 0 ||
-                   peers_[h.sender];
-            if (!drop && p.buf.size() == wire::header_bytes + 4) {
-              if (wire::detail::get<std::uint32_t>(p.buf.data() + wire::header_bytes) != std::uint32_t(size_)) {
-                drop = true;
-              } else {
-                peers_[h.sender] = std::move(p.fd);
-                ++arrived;
-                pend.erase(pend.begin() + std::ptrdiff_t(i));
-                continue;
-              }
-            }
-          }
-        }
-        if (drop) pend.erase(pend.begin() + std::ptrdiff_t(i));  // closes the stranger's socket
-      }
-      if (pf[0].revents & POLLIN) {
-        int c = ::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC);
-        if (c >= 0) {
-          int one = 1;
-          ::setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-          pend.push_back({detail::fd_owner(c), {}});
-        }
-      }
+      // Hellos first (pf[i + 1] is pend[i]; joined or dropped entries are erased afterwards).
+      std::vector<char> done(pend.size(), 0);
+      for (std::size_t i = 0; i < pend.size(); ++i)
+        if (pf[i + 1].revents) done[i] = read_hello(pend[i], arrived) != hello_state::waiting;
+      for (std::size_t i = pend.size(); i-- > 0;)
+        if (done[i]) pend.erase(pend.begin() + std::ptrdiff_t(i));
+      if (listening && (pf[0].revents & POLLIN)) accept_some(listener.get(), pend, arrived, accept_from);
     }
-    for (int r = 1; r < size_; ++r) send_msg(peers_[r].get(), wire::msg::welcome, -1, {}, deadline + timeout_, r);
+    for (int r = 1; r < size_; ++r) {
+      std::array<std::byte, wire::welcome_bytes> w;
+      wire::detail::put<std::uint64_t>(w.data(), welcome_[std::size_t(r)]);
+      send_msg(peers_[r].get(), wire::msg::welcome, -1, w, deadline + timeout_, r);
+    }
+    addr_ = {};
+    welcome_ = {};
+  }
+
+  // Accepts the connections waiting on the listener (at most 16 per call), sends each its
+  // challenge and reads a hello that is already there.
+  void accept_some(int listener, std::deque<pending>& pend, int& arrived, detail::clock::time_point& accept_from) {
+    for (int k = 0; k < 16 && arrived < size_ - 1; ++k) {
+      sockaddr_in a{};
+      socklen_t len = sizeof a;
+      const int c = ::accept4(listener, reinterpret_cast<sockaddr*>(&a), &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (c < 0) {
+        if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+        // Out of descriptors: the oldest waiting connection makes room. With none to drop (or
+        // out of memory, or worse), accepting pauses briefly rather than spin on a listener that
+        // stays readable.
+        if ((errno == EMFILE || errno == ENFILE) && !pend.empty()) {
+          pend.pop_front();
+          continue;
+        }
+        accept_from = detail::clock::now() + std::chrono::milliseconds(10);
+        return;
+      }
+      if (pend.size() >= max_pending) pend.pop_front();
+      pending p{detail::fd_owner(c), {}, {}, detail::clock::now() + handshake_grace(), detail::address_text(a)};
+      int one = 1;
+      ::setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      auth::random_bytes(p.nonce);
+      auto m = wire::encode({wire::msg::challenge, job_, 0, -1, 0}, p.nonce);
+      // A fresh socket's send buffer takes these 48 bytes at once; anything else is not a rank.
+      if (::send(c, m.data(), m.size(), MSG_NOSIGNAL | MSG_DONTWAIT) != ssize_t(m.size())) continue;
+      if (read_hello(p, arrived) == hello_state::waiting) pend.push_back(std::move(p));
+    }
+  }
+
+  enum class hello_state { waiting, joined, dropped };
+
+  // Reads what `p` sent so far (without waiting) and, once its hello is whole, checks it: joins
+  // the rank, drops a stranger, or fails the job (see the header comment).
+  hello_state read_hello(pending& p, int& arrived) {
+    constexpr std::size_t whole = wire::header_bytes + wire::hello_bytes;
+    std::array<std::byte, whole> tmp;
+    const ssize_t k = ::recv(p.fd.get(), tmp.data(), whole - p.buf.size(), MSG_DONTWAIT);
+    if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return hello_state::waiting;
+    if (k <= 0) return hello_state::dropped;
+    p.buf.insert(p.buf.end(), tmp.begin(), tmp.begin() + k);
+    if (p.buf.size() < wire::header_bytes) return hello_state::waiting;
+    wire::header h;
+    if (wire::decode_header(p.buf, {job_, size_}, h) != wire::status::ok || h.type != wire::msg::hello ||
+        h.length != wire::hello_bytes || h.sender == 0)
+      return hello_state::dropped;  // not a rank of this job
+    if (p.buf.size() < whole) return hello_state::waiting;
+    const std::byte* body = p.buf.data() + wire::header_bytes;
+    const auto nranks = static_cast<int>(wire::detail::get<std::uint32_t>(body));
+    auth::nonce theirs;
+    std::memcpy(theirs.data(), body + 4, theirs.size());
+    const auto mac = wire::detail::get<std::uint64_t>(body + 4 + wire::nonce_bytes);
+    const int r = h.sender;
+    const std::string who = "rank " + std::to_string(r);
+    if (!auth::mac_equal(mac, auth::hello_mac(token_, p.nonce, theirs, r, nranks)))
+      abort_job(errc::aborted, "the hello for " + who + " from " + p.addr +
+                                   " failed authentication (a hello replayed from an earlier run, or a peer that "
+                                   "does not hold the job token)");
+    if (nranks != size_)
+      abort_job(errc::invalid_usage,
+                who + " at " + p.addr + " was started with nranks = " + std::to_string(nranks) + ", rank 0 with " +
+                    std::to_string(size_),
+                p.fd.get());
+    if (peers_[r])
+      abort_job(errc::aborted,
+                who + " joined twice: first from " + addr_[std::size_t(r)] + ", again from " + p.addr +
+                    " (a rank started twice, or a process that knows the job token took its place)",
+                p.fd.get());
+    peers_[r] = std::move(p.fd);
+    addr_[std::size_t(r)] = p.addr;
+    welcome_[std::size_t(r)] = auth::welcome_mac(token_, p.nonce, theirs, r, size_);
+    ++arrived;
+    return hello_state::joined;
   }
 
   // Waits for one message from any rank (bounded by deadline) and files or relays it.
@@ -648,42 +605,82 @@ class tcp {
         if (!ready(r)) missing.push_back(r);
       if (missing.empty() || self_only) return;
       if (detail::clock::now() >= deadline)
-        abort_job(errc::timeout, what + ": " + detail::ranks_text(missing) + " did not arrive within " +
+        abort_job(errc::timeout, what + ": " + bootstrap::detail::ranks_text(missing) + " did not arrive within " +
                                      std::to_string(timeout_.count()) + " ms");
       pump_root(deadline);
     }
   }
 
   // ---- ranks 1.. ----
+
+  // Connects to rank 0 and runs the handshake. Rank 0 may start later (refused connects are
+  // retried) and may drop a connection before its hello (a flood of others): such a connection
+  // is retried too, until `timeout` has passed; each attempt is bounded by it
+  // (detail::connect_by), so a silent host costs the timeout, not the SYN retries.
   void start_member(const unique_id& id) {
     peers_.resize(1);
     const auto start = detail::clock::now();
     const auto deadline = start + timeout_;
     auto addr = detail::resolve(id.host(), id.port(), rank_);  // once, up front
-    // Rank 0 may start later: refused attempts are retried until the deadline; each attempt is
-    // bounded by it (detail::connect_by), so a silent host costs the timeout, not the SYN retries.
+    std::string last;
     while (true) {
       auto s = detail::new_socket(rank_);
       const int err = detail::connect_by(s.get(), addr, deadline);
       if (err == 0) {
         peers_[0] = std::move(s);
-        break;
+        if (handshake(start + 2 * timeout_)) return;
+        last = "connection closed by rank 0 during the handshake";
+        peers_[0].reset();
+      } else {
+        last = std::string("connect: ") + std::strerror(err);
       }
       if (detail::clock::now() >= deadline)
-        fail(errc::timeout, "rank 0 (root " + root_ + ") did not arrive within " + std::to_string(timeout_.count()) +
-                                " ms: connect: " + std::strerror(err));
+        fail(errc::timeout,
+             "rank 0 (root " + root_ + ") did not arrive within " + std::to_string(timeout_.count()) + " ms: " + last);
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    std::array<std::byte, 4> n;
-    wire::detail::put<std::uint32_t>(n.data(), std::uint32_t(size_));
-    send_msg(peers_[0].get(), wire::msg::hello, -1, n, start + 2 * timeout_);
-    bytes_t payload;
-    auto h = read_msg_member(start + 2 * timeout_, "the bootstrap handshake", payload);
-    if (h.type != wire::msg::welcome)
-      fail(errc::system, "expected welcome from rank 0, got message type " + std::to_string(int(h.type)));
   }
 
-  wire::header read_msg_member(detail::clock::time_point deadline, const std::string& what, bytes_t& payload) {
+  // Challenge, hello, welcome on peers_[0]. False if rank 0 closed the connection first.
+  bool handshake(detail::clock::time_point deadline) {
+    bytes_t payload;
+    auto h = read_msg_member(deadline, "the bootstrap handshake", payload, true);
+    if (!h) return false;
+    if (h->type != wire::msg::challenge || payload.size() != wire::challenge_bytes)
+      fail(errc::system,
+           "expected a challenge from rank 0 (root " + root_ + "), got message type " + std::to_string(int(h->type)));
+    auth::nonce root_nonce, mine;
+    std::memcpy(root_nonce.data(), payload.data(), root_nonce.size());
+    auth::random_bytes(mine);
+    std::array<std::byte, wire::hello_bytes> hello;
+    wire::detail::put<std::uint32_t>(hello.data(), std::uint32_t(size_));
+    std::memcpy(hello.data() + 4, mine.data(), mine.size());
+    wire::detail::put<std::uint64_t>(hello.data() + 4 + wire::nonce_bytes,
+                                     auth::hello_mac(token_, root_nonce, mine, rank_, size_));
+    wire::header hh{wire::msg::hello, job_, rank_, -1, 0};
+    auto m = wire::encode(hh, hello);
+    if (auto r = detail::send_all(peers_[0].get(), m.data(), m.size(), deadline); r == detail::io::closed)
+      return false;
+    else if (r != detail::io::ok)
+      io_fail(r, 0, "send to");
+    h = read_msg_member(deadline, "the bootstrap handshake", payload, true);
+    if (!h) return false;
+    if (h->type != wire::msg::welcome || payload.size() != wire::welcome_bytes)
+      fail(errc::system, "expected welcome from rank 0, got message type " + std::to_string(int(h->type)));
+    if (!auth::mac_equal(wire::detail::get<std::uint64_t>(payload.data()),
+                         auth::welcome_mac(token_, root_nonce, mine, rank_, size_))) {
+      failed_ = true;
+      fail(errc::aborted, "the peer at the root's address " + root_ +
+                              " failed authentication: it does not hold the job token (another process on rank 0's "
+                              "port, or ranks started with different tokens)");
+    }
+    return true;
+  }
+
+  // Reads one message from rank 0; throws on an abort message. With `closed_ok`, a connection
+  // that rank 0 closed gives nullopt instead of an error.
+  std::optional<wire::header> read_msg_member(detail::clock::time_point deadline, const std::string& what,
+                                              bytes_t& payload, bool closed_ok = false) {
     std::array<std::byte, wire::header_bytes> hb;
     auto r = detail::recv_exact(peers_[0].get(), hb.data(), hb.size(), deadline);
     if (r == detail::io::timeout) {
@@ -691,11 +688,12 @@ class tcp {
       fail(errc::timeout, what + ": rank 0 (root " + root_ + ") did not answer within " +
                               std::to_string(2 * timeout_.count()) + " ms");
     }
+    if (r == detail::io::closed && closed_ok) return std::nullopt;
     if (r != detail::io::ok) io_fail(r, 0, "receive from");
     wire::header h;
-    if (auto s = wire::decode_header(hb, {token_, size_}, h); s != wire::status::ok) {
+    if (auto s = wire::decode_header(hb, {job_, size_}, h); s != wire::status::ok) {
       failed_ = true;
-      fail(errc::system, "bad message from rank 0: " + std::string(wire::to_string(s)));
+      fail(errc::system, "bad message from rank 0 (root " + root_ + "): " + std::string(wire::to_string(s)));
     }
     payload.resize(static_cast<std::size_t>(h.length));
     if (h.length)
@@ -714,7 +712,7 @@ class tcp {
 
   void pump_member(detail::clock::time_point deadline, const std::string& what) {
     bytes_t payload;
-    auto h = read_msg_member(deadline, what, payload);
+    auto h = *read_msg_member(deadline, what, payload);
     switch (h.type) {
       case wire::msg::gathered:
         gathered_q_.push_back(std::move(payload));
@@ -731,7 +729,8 @@ class tcp {
   int rank_;
   int size_;
   std::chrono::milliseconds timeout_;
-  std::uint64_t token_;
+  std::uint64_t token_;  // the secret (or derived) key of the handshake's MACs; never sent
+  std::uint64_t job_;    // auth::job_id(token_), in every header
   std::string root_;
   bool active_ = false;
   bool failed_ = false;
@@ -740,6 +739,8 @@ class tcp {
   std::vector<std::deque<bytes_t>> gather_q_;  // rank 0: contributions received ahead, per rank
   std::vector<std::deque<bytes_t>> p2p_q_;     // messages received for this rank, per sender
   std::deque<bytes_t> gathered_q_;             // non-root: all_gather results
+  std::vector<std::string> addr_;              // rank 0, during the handshake: each rank's ip:port
+  std::vector<std::uint64_t> welcome_;         // rank 0, during the handshake: each rank's welcome MAC
 };
 
 static_assert(bootstrap_like<tcp>);

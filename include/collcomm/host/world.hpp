@@ -15,10 +15,12 @@
 //              (process_world.hpp): everything the ranks share sits at fixed offsets of one
 //              shared-memory segment (detail/shm_segment.hpp), which each process maps at its own address —
 //              so the shared tables hold offsets, never pointers — and this process drives one
-//              rank, local_rank(). Pages of tmpfs are touched on first use: connections cost only
-//              the pairs used here too. Each rank also has a window in the segment: the direct
-//              algorithms read peers' buffers, and a process cannot read another's private memory,
-//              so a direct call stages its buffers through the window (communicator.hpp).
+//              rank, local_rank(). Every page of the segment is allocated when it is made (a full
+//              /dev/shm is an error then, never a SIGBUS later), so it holds every pair's
+//              connections and every window from the start. Each rank also has a window in
+//              the segment: the direct algorithms read peers' buffers, and a process cannot read
+//              another's private memory, so a direct call stages its buffers through the window
+//              (communicator.hpp).
 //
 // Example (threads):
 //   collcomm::host::world w(4);
@@ -76,7 +78,8 @@ struct control_block {
   static constexpr std::size_t text_bytes = 1024;
   // Identity (process worlds): written by the creator before any other rank opens the segment.
   std::uint64_t magic;
-  std::int32_t nranks, channels, slots, unused;
+  std::int32_t nranks, channels, slots;
+  std::uint32_t mapped;  // ranks that mapped the segment (process_world.hpp: the last unlinks its name)
   std::uint64_t slot_bytes, window_bytes, token;
   alignas(64) std::uint32_t failed;  // a failure after data moved
   std::uint32_t failure_ready;
@@ -99,6 +102,7 @@ struct alignas(64) rank_info {
   std::uint64_t status_seq;  // the split whose status this is
   std::int32_t status;       // 0 ok, else failed (status_text says why)
   char status_text[text_bytes];
+  char segment_name[128];  // a split's leader: the name of the segment it created
 };
 
 // What a rank exposes for one call on one channel in a process world: offsets from the segment's
@@ -122,27 +126,33 @@ struct segment_layout {
   std::size_t control_end = 0;  // everything before the connections: allocated at creation
   std::size_t connections = 0, connection_bytes = 0, windows = 0, window_bytes = 0, total = 0;
 
-  segment_layout(int nranks, const options& o) {
+  // Throws errc::invalid_argument on `rank` when a size does not fit in 64 bits.
+  segment_layout(int nranks, const options& o, const char* where = "host::world", int rank = no_rank) {
+    const collcomm::detail::option_sizes z(where, rank,
+                                           "argument 'nranks' and options 'channels', 'slots', "
+                                           "'slot_bytes', 'window_bytes'");
     const std::size_t n = static_cast<std::size_t>(nranks), nc = static_cast<std::size_t>(o.channels);
-    auto up = [](std::size_t x, std::size_t a) { return (x + a - 1) / a * a; };
     std::size_t at = 0;
     control = at;
-    at = up(at + sizeof(control_block), 64);
+    at = z.align_up(at + sizeof(control_block), 64);
     info = at;
-    at = up(at + n * sizeof(rank_info), 64);
+    at = z.align_up(z.add(at, z.mul(n, sizeof(rank_info))), 64);
     doorbells = at;
-    at = up(at + n * sizeof(doorbell), 64);
+    at = z.align_up(z.add(at, z.mul(n, sizeof(doorbell))), 64);
     arrivals = at;  // (channel, rank), plus a control channel (index channels) for split and dup
-    at = up(at + (nc + 1) * n * sizeof(padded_counter), 64);
+    at = z.align_up(z.add(at, z.mul(z.mul(nc + 1, n), sizeof(padded_counter))), 64);
     exposed = at;
-    at = up(at + nc * n * sizeof(shared_exposed), 64);
-    control_end = up(at, 4096);
+    at = z.align_up(z.add(at, z.mul(z.mul(nc, n), sizeof(shared_exposed))), 64);
+    control_end = z.align_up(at, 4096);
     connections = control_end;
-    connection_bytes = up(connection::block_bytes(o.slots, o.slot_bytes), 64);
-    at = connections + nc * n * n * connection_bytes;
-    windows = up(at, 4096);
-    window_bytes = up(o.window_bytes, 4096);
-    total = windows + n * window_bytes;
+    connection_bytes = z.align_up(
+        z.add(connection::counter_bytes,
+              z.mul(z.add(connection::header_bytes, z.align_up(o.slot_bytes, 64)), static_cast<std::size_t>(o.slots))),
+        64);
+    at = z.add(connections, z.mul(z.mul(z.mul(nc, n), n), connection_bytes));
+    windows = z.align_up(at, 4096);
+    window_bytes = z.align_up(o.window_bytes, 4096);
+    total = z.add(windows, z.mul(n, window_bytes));
   }
 };
 
@@ -166,6 +176,13 @@ class world {
       bad("option 'channels' = " + std::to_string(opt.channels) + " is out of range [1, 64]");
     if (opt.window_bytes < 4096)
       bad("option 'window_bytes' = " + std::to_string(opt.window_bytes) + " is out of range [4096, 2^40]");
+    // A connection's slots are one allocation (threads) or one stretch of the segment (processes).
+    const std::size_t block = connection::block_bytes(opt.slots, opt.slot_bytes);
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0 && block / static_cast<std::size_t>(page) >= static_cast<std::size_t>(pages))
+      bad("options 'slots' x 'slot_bytes' = " + std::to_string(opt.slots) + " x " + std::to_string(opt.slot_bytes) +
+          " make each connection " + std::to_string(block) + " bytes, more than this host's memory (" +
+          std::to_string(static_cast<std::size_t>(pages) * static_cast<std::size_t>(page)) + " bytes)");
   }
 
   // A world of `nranks` threads of this process. Throws errc::invalid_argument, naming the
@@ -470,6 +487,7 @@ class world {
     c->slot_bytes = o.slot_bytes;
     c->window_bytes = o.window_bytes;
     c->token = token;
+    c->mapped = 1;  // the creator
     detail::sys_atomic<std::uint64_t>(c->magic).store(detail::control_block::magic_value,
                                                       cuda::std::memory_order_release);
   }

@@ -2,16 +2,20 @@
 # The call fingerprint in every FIFO message and at every direct barrier: the GPU tests built and
 # run on the device, the multi-process tests (faults included), then this tree's bench against
 # dde0154's (carried: .deps/bin/collcomm_bench_old, collcomm_bench_mp_old), interleaved, twice.
-#   bash bench/results/fingerprint_h200_2026-12-04/run.sh OUT
+#   bash bench/results/fingerprint_h200_2026-12-04/run.sh OUT tests   (build on the device, GPU tests: ~10 min)
+#   bash bench/results/fingerprint_h200_2026-12-04/run.sh OUT bench   (then, on the same machine)
 set -u
 OUT=$1
 . bench/scripts/common.sh
 record_env "$OUT"
 chmod +x .deps/bin/* 2>/dev/null
-bash bench/scripts/gpu_tests.sh "$OUT" build
-mkdir -p build-gpu/bin
-cp build-gpu/tests/gpu/mp/gpu_test_gpu_mp build-gpu/bin/test_gpu_mp
-cp build-gpu/bench/collcomm_bench build-gpu/bench/collcomm_bench_mp build-gpu/bin/
+if [[ ${2:-} == tests ]]; then
+  bash bench/scripts/gpu_tests.sh "$OUT" build
+  mkdir -p build-gpu/bin
+  cp build-gpu/tests/gpu/mp/gpu_test_gpu_mp build-gpu/bin/test_gpu_mp
+  cp build-gpu/bench/collcomm_bench build-gpu/bench/collcomm_bench_mp build-gpu/bin/
+  exit 0
+fi
 export NEW_BIN=build-gpu/bin/collcomm_bench OLD_BIN=.deps/bin/collcomm_bench_old
 {
   ab ring_ll8 -k all_reduce -a ring -p ll -r 8 -b 8 -e 64K -f 8 -n 50 -w 10 -R 7 -c 1 -G

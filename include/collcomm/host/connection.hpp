@@ -7,10 +7,11 @@
 // Message m (0-based) lives in slot m % slots. The sender waits for tail - head < slots (acquire
 // load of head: the receiver is done reading the slot), writes the slot, then publishes tail + 1
 // (release: the data is visible before the counter). The receiver waits for tail > head (acquire
-// load of tail), reads the slot, then publishes head + 1. Each slot starts with a header saying
-// how many elements of how many bytes the message holds, so that a receiver whose expected size
-// differs — ranks that disagree on count, element type or root — reports it instead of reading
-// the wrong data.
+// load of tail), reads the slot, then publishes head + 1. Each slot starts with a header: the
+// fingerprint of the sender's call (fingerprint.hpp: call number, kind, algorithm, op, root, count,
+// element type) and how many elements the message holds. The receiver compares both with its own
+// before it reads the data (host::world::wait_message), so that ranks that disagree about a call
+// get an error naming both calls instead of the wrong data, in this call or a later one.
 //
 // Where it lives. A connection is a view over one block of connection::block_bytes(slots,
 // slot_bytes) bytes, 64-byte aligned, laid out as
@@ -22,6 +23,7 @@
 #pragma once
 
 #include <collcomm/config.hpp>
+#include <collcomm/fingerprint.hpp>
 #include <collcomm/host/wait.hpp>
 
 #include <cstddef>
@@ -31,9 +33,8 @@ COLLCOMM_NAMESPACE_BEGIN
 namespace host {
 
 struct slot_header {
-  std::uint64_t elems;  // elements in the message
-  std::uint32_t elem;   // the sender's element type (element_kind)
-  std::uint32_t unused;
+  call_fingerprint call;  // the sender's call
+  std::uint64_t elems;    // elements in the message
 };
 
 class connection {
@@ -41,6 +42,7 @@ class connection {
   // Layout of one slot: the header, then the data at a 64-byte boundary (16-byte vectors and no
   // false sharing between the header and the data of the next slot).
   static constexpr std::size_t header_bytes = 64;
+  static_assert(sizeof(slot_header) <= header_bytes);
   // The two counters, a cache line each (written by different ranks).
   static constexpr std::size_t counter_bytes = 128;
 

@@ -342,6 +342,19 @@ TEST_CASE("disagreement: direct algorithms") {
            [](int r, const auto& in) { return reduced(in, count, count, r == 0); },
            {"all_reduce<one_shot>", "op max", "op sum"}});
   }
+  SUBCASE("one_shot against ring: the ring's messages reach ranks waiting at one_shot's barrier") {
+    const index_t count = 640;
+    check({3,
+           count,
+           [](comm_t& c, const float* in, float* out) {
+             if (c.rank() == 1)
+               cc::all_reduce<cc::algo::ring>(c, in, out, count);
+             else
+               cc::all_reduce<cc::algo::one_shot>(c, in, out, count);
+           },
+           [](int, const auto& in) { return reduced(in, count, count, false); },
+           {"all_reduce<one_shot>", "all_reduce<ring>"}});
+  }
   SUBCASE("two_shot, sum against max") {
     const index_t count = 1000;
     check({4,

@@ -178,7 +178,7 @@ class primitives {
   }
 
   // ---- direct family ---------------------------------------------------------------------------
-  void barrier() { w_.barrier(channel_, rank_, what_); }
+  void barrier() { w_.barrier(channel_, rank_, what_, call_.seq == call_fingerprint::p2p_seq ? nullptr : &call_); }
 
   void direct_reduce_copy(buf_ref src, buf_ref dst, index_t n, bool fin) {
     if (n == 0) return;

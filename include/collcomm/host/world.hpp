@@ -295,14 +295,16 @@ class world {
   // Throws errc::invalid_argument on `rank`, which is in call `mine`, after it met `theirs` of rank
   // `peer` in `where` (a message, an exposure); marks the world failed and aborts it with the same
   // text (see Disagreement above). `fields`: differing_fields(mine, theirs), 0 when the calls agree
-  // but the message does not (the ranks disagree on the peers of a send_recv).
+  // but the message's size does not.
   [[noreturn]] void disagree(const char* what, int rank, int peer, const call_fingerprint& mine,
                              const call_fingerprint& theirs, unsigned fields, const std::string& where) {
     const std::string text = collcomm::detail::format_error(
         what, rank,
         "rank " + std::to_string(rank) + " is in " + to_string(mine) + ", but " + where + " belongs to rank " +
             std::to_string(peer) + "'s " + to_string(theirs) + ": the ranks disagree on " +
-            (fields != 0 ? disagreement_text(fields) : std::string("the peers")) +
+            (fields != 0 ? disagreement_text(fields)
+                         : std::string("how the call splits into messages (the peers of a send_recv, or the "
+                                       "tuning's channels or slot bytes)")) +
             "; every rank must make the same collective calls, in the same order, with the same arguments");
     record(control_->failed, control_->failure_ready, control_->failure, text);
     abort(no_rank, text);
@@ -365,8 +367,10 @@ class world {
   // split and dup use). Each rank counts the barriers it entered on the channel (a counter only it
   // writes, that only grows); barrier g is passed when every rank's count is >= g. Release store of
   // the own count, acquire loads of the others': everything a rank did before it entered happens
-  // before everything any rank does after it leaves.
-  void barrier(int channel, int rank, const char* what) {
+  // before everything any rank does after it leaves. `call`: the call that waits, if any; while it
+  // waits, a message of another call sent to it (a peer that runs another schedule, with no
+  // barrier to match this one) is found as check_stale finds it.
+  void barrier(int channel, int rank, const char* what, const call_fingerprint* call = nullptr) {
     const std::size_t base = static_cast<std::size_t>(channel) * static_cast<std::size_t>(nranks_);
     auto count = [&](int r) {
       return detail::sys_atomic<std::uint64_t>(arrivals_[base + static_cast<std::size_t>(r)].value);
@@ -391,7 +395,10 @@ class world {
                   "at barrier #" + std::to_string(gen) + " on channel " + std::to_string(channel) +
                       " waiting for rank(s) " + missing + " to arrive");
         },
-        [&] { watch(rank, what); });
+        [&] {
+          watch(rank, what);
+          if (call != nullptr) check_stale(channel, channel + 1, rank, *call, what);
+        });
   }
 
   // ---- direct access ---------------------------------------------------------------------------
@@ -495,15 +502,16 @@ class world {
                    std::to_string(elems));
     return c.data(m);
   }
-  // Receiver side, at the start of collective call `call` on channels [0, nchannels): throws as
-  // wait_message does when a message of an earlier collective call waits in a connection to `dst`.
-  // Every rank consumes in each collective call all messages sent to it in that call, so such a
-  // message is left over from a call whose ranks disagreed, where its receiver needed no message
-  // (ranks that each took themselves for a broadcast's root) or received from other peers; no
-  // later call may read it, and the connection it waits in may be one no later call reads.
-  void check_stale(int nchannels, int dst, const call_fingerprint& call, const char* what) {
+  // Receiver side, in collective call `call` on channels [first, last): throws as wait_message does
+  // when the next message of a connection to `dst` belongs to an earlier collective call, or to
+  // another of the same number. Every rank consumes in each collective call all messages sent to
+  // it in that call, so such a message is left over from a call whose ranks disagreed, where its
+  // receiver needed no message (ranks that each took themselves for a broadcast's root) or received
+  // from other peers: no later call may read it, and the connection it waits in may be one no
+  // later call reads. Called at the start of each collective call, and in barrier waits.
+  void check_stale(int first, int last, int dst, const call_fingerprint& call, const char* what) {
     const std::size_t words = detail::sender_words(nranks_);
-    for (int channel = 0; channel < nchannels; ++channel)
+    for (int channel = first; channel < last; ++channel)
       for (std::size_t w = 0; w < words; ++w) {
         std::uint64_t bits = detail::sys_atomic<std::uint64_t>(senders_[sender_word(channel, dst) + w])
                                  .load(cuda::std::memory_order_acquire);
@@ -513,10 +521,11 @@ class world {
           if (!c.can_recv()) continue;
           const std::uint64_t m = c.own_head();
           const call_fingerprint& theirs = c.header(m).call;
-          if (theirs.seq == call_fingerprint::p2p_seq || theirs.seq >= call.seq) continue;  // for a later call
-          disagree(what, dst, src, call, theirs, differing_fields(call, theirs),
+          const unsigned fields = differing_fields(call, theirs);
+          if (theirs.seq == call_fingerprint::p2p_seq || theirs.seq > call.seq || fields == 0) continue;
+          disagree(what, dst, src, call, theirs, fields,
                    "message #" + std::to_string(m) + " from rank " + std::to_string(src) + " on channel " +
-                       std::to_string(channel) + ", left over unread,");
+                       std::to_string(channel) + ", unread,");
         }
       }
   }

@@ -135,14 +135,15 @@ class communicator<transport::host_shm> {
     // earlier call whose ranks disagreed left unread.
     const call_fingerprint call =
         make_fingerprint<K, Algo, Op, T>(is_point_to_point<K> ? 0 : w_->next_call_seq(rank_), a);
-    if constexpr (!is_point_to_point<K>) w_->check_stale(0, nc, rank_, call, K::name);
+    if constexpr (!is_point_to_point<K>) w_->check_stale(0, nc, rank_, call, K::name, true);
     for (int c = 0; c < nc; ++c) {
       coll_args ca = a;
       ca.rank = rank_;
       ca.nranks = w_->size();
       ca.channel = c;
       ca.nchannels = nc;
-      host::primitives<T, Op> p(*w_, ca, K::name, Algo::name, call, in, in_elems, out, out_elems, op, slot_bytes);
+      host::primitives<T, Op> p(*w_, ca, K::name, Algo::name, call, Algo::needs_direct, in, in_elems, out, out_elems,
+                                op, slot_bytes);
       Algo::run(K{}, p, static_cast<const coll_args&>(ca));
     }
   }

@@ -15,8 +15,8 @@
 //
 // Where it lives. A connection is a view over one block of connection::block_bytes(slots,
 // slot_bytes) bytes, 64-byte aligned, laid out as
-//   [0, 64) tail   [64, 128) head   [128, ...) the slots, each header_bytes + the data
-// The counters must start at zero; the slots need no initialization. A world of threads allocates
+//   [0, 64) tail   [64, 128) head, then last_read_call   [128, ...) the slots, each header_bytes + the data
+// The counters (and last_read_call) must start at zero; the slots need no initialization. A world of threads allocates
 // the block on the heap on first use; a world of processes places every block at a fixed offset of
 // its shared-memory segment (world.hpp), where the pages are zero until first touched. The view
 // holds no state of its own, so each process may make its own over its own mapping.
@@ -79,6 +79,10 @@ class connection {
   void publish() noexcept { tail().store(own_tail() + 1, cuda::std::memory_order_release); }
   // Receiver: message own_head() is read; give its slot back (release: reads before reuse).
   void consume() noexcept { head().store(own_head() + 1, cuda::std::memory_order_release); }
+
+  // Receiver's note, beside its head (a line it writes anyway): 1 + the number of the last
+  // collective call in which it read a message here, 0 if none. Only the receiver uses it.
+  std::uint64_t& last_read_call() noexcept { return *reinterpret_cast<std::uint64_t*>(block_ + 64 + 8); }
 
  private:
   // System scope: the same statement the GPU executor makes for host-mapped counters, and what a

@@ -43,13 +43,17 @@ class primitives {
   // The granularity of chunk sizes: one 16-byte vector of T (1 element for T of 16 bytes or more).
   static constexpr index_t align = sizeof(T) >= 16 ? 1 : 16 / sizeof(T);
 
-  // Binds rank `rank`'s buffers for one call on channel a.channel, and exposes them to the peers'
-  // direct primitives. in_elems / out_elems: the elements of each buffer the schedule may touch on
-  // this rank (0 where the buffer is not significant here). `what`, `algo`: for messages. `call`:
-  // the call's fingerprint, sent with every message and exposed with the buffers.
-  // `slot_bytes`: the call's message bytes (at most the world's options::slot_bytes).
+  // Binds rank `rank`'s buffers for one call on channel a.channel, and, when `direct` (the schedule
+  // reads peers' buffers: Algo::needs_direct), exposes them to the peers' direct primitives; a
+  // FIFO schedule's call leaves the exposure of an earlier call, which a peer that reads it anyway
+  // (ranks that disagree on the algorithm) finds to be of another call. in_elems / out_elems: the
+  // elements of each buffer the schedule may touch on this rank (0 where the buffer is not
+  // significant here). `what`, `algo`: for messages. `call`: the call's fingerprint, sent with
+  // every message and exposed with the buffers. `slot_bytes`: the call's message bytes (at most the
+  // world's options::slot_bytes).
   primitives(world& w, const coll_args& a, const char* what, const char* algo, const call_fingerprint& call,
-             const T* in, index_t in_elems, T* out, index_t out_elems, const Op& op, std::size_t slot_bytes)
+             bool direct, const T* in, index_t in_elems, T* out, index_t out_elems, const Op& op,
+             std::size_t slot_bytes)
       : w_(w),
         rank_(a.rank),
         nranks_(a.nranks),
@@ -64,7 +68,7 @@ class primitives {
         op_(op),
         slot_elems_(static_cast<index_t>(slot_bytes / sizeof(T) / align * align)),
         scratch_(w.scratch(rank_)) {
-    w.expose(channel_, rank_, {in, in_elems, out, out_elems, call});
+    if (direct) w.expose(channel_, rank_, {in, in_elems, out, out_elems, call});
   }
 
   index_t slot_elems() const noexcept { return slot_elems_; }

@@ -397,7 +397,7 @@ class world {
         },
         [&] {
           watch(rank, what);
-          if (call != nullptr) check_stale(channel, channel + 1, rank, *call, what);
+          if (call != nullptr) check_stale(channel, channel + 1, rank, *call, what, false);
         });
   }
 
@@ -493,13 +493,16 @@ class world {
         [&] { watch(dst, what); });
     const std::uint64_t m = c.own_head();
     const slot_header& h = c.header(m);
-    const std::string where = "message #" + std::to_string(m) + " from rank " + std::to_string(src) + " on channel " +
-                              std::to_string(channel);
-    if (const unsigned fields = differing_fields(call, h.call)) disagree(what, dst, src, call, h.call, fields, where);
-    if (h.elems != elems)
+    const unsigned fields = differing_fields(call, h.call);
+    if (fields != 0 || h.elems != elems) [[unlikely]] {
+      const std::string where = "message #" + std::to_string(m) + " from rank " + std::to_string(src) + " on channel " +
+                                std::to_string(channel);
+      if (fields != 0) disagree(what, dst, src, call, h.call, fields, where);
       disagree(what, dst, src, call, h.call, 0,
                where + ", of " + std::to_string(h.elems) + " elements where rank " + std::to_string(dst) + " expects " +
                    std::to_string(elems));
+    }
+    if (call.seq != call_fingerprint::p2p_seq) c.last_read_call() = call.seq + 1;
     return c.data(m);
   }
   // Receiver side, in collective call `call` on channels [first, last): throws as wait_message does
@@ -508,8 +511,10 @@ class world {
   // it in that call, so such a message is left over from a call whose ranks disagreed, where its
   // receiver needed no message (ranks that each took themselves for a broadcast's root) or received
   // from other peers: no later call may read it, and the connection it waits in may be one no
-  // later call reads. Called at the start of each collective call, and in barrier waits.
-  void check_stale(int first, int last, int dst, const call_fingerprint& call, const char* what) {
+  // later call reads. Called at the start of each collective call (at_call_start), and in barrier
+  // waits. At the start of a call it skips the connections read in the call before: what waited
+  // there before that call's messages was read, and compared, first.
+  void check_stale(int first, int last, int dst, const call_fingerprint& call, const char* what, bool at_call_start) {
     const std::size_t words = detail::sender_words(nranks_);
     for (int channel = first; channel < last; ++channel)
       for (std::size_t w = 0; w < words; ++w) {
@@ -518,6 +523,7 @@ class world {
         for (; bits != 0; bits &= bits - 1) {
           const int src = static_cast<int>(w * 64) + __builtin_ctzll(bits);
           connection c = connect(channel, src, dst);
+          if (at_call_start && c.last_read_call() == call.seq) continue;
           if (!c.can_recv()) continue;
           const std::uint64_t m = c.own_head();
           const call_fingerprint& theirs = c.header(m).call;
@@ -568,7 +574,7 @@ class world {
   struct aligned_delete {
     void operator()(std::byte* p) const noexcept { ::operator delete[](p, std::align_val_t{64}); }
   };
-  struct scratch_slot {
+  struct alignas(64) scratch_slot {  // a cache line each: ranks' threads write their own
     std::unique_ptr<std::byte[], aligned_delete> memory;
     std::uint64_t calls = 0;  // collective calls made (next_call_seq)
   };

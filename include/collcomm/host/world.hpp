@@ -402,12 +402,13 @@ class world {
   }
 
   // ---- direct access ---------------------------------------------------------------------------
-  // What a rank exposes to its peers for one call on one channel. Written by the owner before the
-  // schedule's first barrier, read by peers only after it (the barrier orders them). In a process
-  // world a peer sees the pointers translated into its own mapping of the segment, and null for
-  // memory outside the segment (a buffer that was not staged: the call's algorithm reads no
-  // peer's buffers).
-  struct alignas(64) exposed_buffers {  // a cache line each: written by one rank, read by all
+  // What a rank exposes to its peers for one call of a direct schedule on one channel, with the
+  // call's fingerprint (a peer compares it before it reads a buffer). Written by the owner before
+  // the schedule's first barrier, read by peers only after it (the barrier orders them). In a
+  // process world a peer sees the pointers translated into its own mapping of the segment, and
+  // null for memory outside the segment (a buffer that was not staged: the call's algorithm reads
+  // no peer's buffers).
+  struct alignas(64) exposed_buffers {  // lines of its own: written by one rank, read by all
     const void* in = nullptr;
     index_t in_elems = 0;
     void* out = nullptr;
@@ -419,8 +420,8 @@ class world {
       own_exposed_[index(channel, rank)] = b;
       return;
     }
-    // A buffer outside the segment is exposed as empty: a peer that reads it anyway (ranks that
-    // disagree on the algorithm) meets the primitives' bounds check, not a wild pointer.
+    // A buffer outside the segment is exposed as empty: a peer that reads it anyway (a schedule
+    // bug) meets the primitives' bounds check, not a wild pointer.
     detail::shared_exposed& e = shared_exposed_[index(channel, rank)];
     e.in_off = offset_of(b.in);
     e.in_elems = e.in_off < 0 ? 0 : b.in_elems;

@@ -5,6 +5,8 @@
 #   bash bench/results/fingerprint_h200_2026-12-04/run.sh OUT build   (every GPU test and bench, ~8 min)
 #   bash bench/results/fingerprint_h200_2026-12-04/run.sh OUT tests   (ctest -L gpu -LE "gpu_matrix|mp")
 #   bash bench/results/fingerprint_h200_2026-12-04/run.sh OUT bench   (then, on the same warm machine)
+#   bash bench/results/fingerprint_h200_2026-12-04/run.sh OUT recheck (after merging the bootstrap,
+#     segment and host fingerprint work: the GPU tests whose host code changed, and the processes')
 set -u
 OUT=$1
 . bench/scripts/common.sh
@@ -23,6 +25,29 @@ if [[ ${2:-} == build ]]; then
   mkdir -p build-gpu/bin
   cp build-gpu/tests/gpu/mp/gpu_test_gpu_mp build-gpu/bin/test_gpu_mp
   cp build-gpu/bench/collcomm_bench build-gpu/bench/collcomm_bench_mp build-gpu/bin/
+  exit 0
+fi
+if [[ ${2:-} == recheck ]]; then
+  t0=$SECONDS
+  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOLLCOMM_BUILD_TESTS=ON -DCOLLCOMM_BUILD_EXAMPLES=ON \
+    -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH="$PWD/.deps/prefix" > "$OUT/gpu_configure.txt" 2>&1
+  ninja -C build-gpu -j 16 gpu_test_gpu_api gpu_test_gpu_fault gpu_test_gpu_p2p_order gpu_test_gpu_sched_rooted \
+    gpu_test_gpu_ll_rooted gpu_test_gpu_pcie_rooted gpu_test_gpu_mp collcomm_example_02_all_reduce_gpu > "$OUT/gpu_build.txt" 2>&1
+  echo "# build exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/gpu_build.txt"
+  grep -E "error|FAILED" "$OUT/gpu_build.txt" | head -20
+  ( cd build-gpu && ctest -R "gpu_test_gpu_(api|fault|p2p_order|sched_rooted|ll_rooted|pcie_rooted)|example.02" \
+    --output-on-failure --timeout 300 ) > "$OUT/gpu_ctest.txt" 2>&1
+  echo "# ctest exit $?" >> "$OUT/gpu_ctest.txt"
+  grep -E "tests passed|Test +#|exit" "$OUT/gpu_ctest.txt"
+  mkdir -p build-gpu/bin
+  cp build-gpu/tests/gpu/mp/gpu_test_gpu_mp build-gpu/bin/test_gpu_mp
+  BIN=build-gpu/bin bash bench/scripts/processes.sh "$OUT/mp" tests
+  export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps_pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps_log
+  nvidia-cuda-mps-control -d
+  (time timeout 120 build-gpu/bin/test_gpu_mp --only 'mp fault: processes*') > "$OUT/mp/test_mp_disagree.log" 2>&1
+  echo "disagree rc=$?" | tee -a "$OUT/mp/summary.txt"
+  echo quit | nvidia-cuda-mps-control
+  ls /dev/shm
   exit 0
 fi
 if [[ ${2:-} == tests ]]; then

@@ -18,6 +18,7 @@
 
 #include <collcomm/config.hpp>
 #include <collcomm/error.hpp>
+#include <collcomm/fingerprint.hpp>
 #include <collcomm/bootstrap/bootstrap.hpp>
 #include <collcomm/host/primitives.hpp>
 #include <collcomm/host/process_world.hpp>
@@ -98,7 +99,10 @@ class communicator<transport::host_shm> {
   void abort(const std::string& reason = {}) const noexcept { w_->abort(rank_, reason); }
 
   // The host executor honors the tuning's channels and slot bytes (at most the world's); protocol
-  // and threads are the GPU kernel's.
+  // and threads are the GPU kernel's. A collective call takes this rank's next call number once its
+  // checks passed (a call refused here has not happened); the call's messages and exposed buffers
+  // carry its fingerprint (fingerprint.hpp), and a peer's of another call is an error on every rank
+  // (host/world.hpp, Disagreement).
   template <class K, class Algo, class Tuning, class T, class Op>
   void run(const coll_args& a, const T* in, index_t in_elems, T* out, index_t out_elems, const Op& op) const {
     w_->check_usable(K::name, rank_);
@@ -127,13 +131,19 @@ class communicator<transport::host_shm> {
   template <class K, class Algo, class T, class Op>
   void run_channels(const coll_args& a, const T* in, index_t in_elems, T* out, index_t out_elems, const Op& op, int nc,
                     std::size_t slot_bytes) const {
+    // The call happens from here on: a collective takes its number, and first meets what an
+    // earlier call whose ranks disagreed left unread.
+    const call_fingerprint call =
+        make_fingerprint<K, Algo, Op, T>(is_point_to_point<K> ? 0 : w_->next_call_seq(rank_), a);
+    if constexpr (!is_point_to_point<K>) w_->check_stale(0, nc, rank_, call, K::name, true);
     for (int c = 0; c < nc; ++c) {
       coll_args ca = a;
       ca.rank = rank_;
       ca.nranks = w_->size();
       ca.channel = c;
       ca.nchannels = nc;
-      host::primitives<T, Op> p(*w_, ca, K::name, Algo::name, in, in_elems, out, out_elems, op, slot_bytes);
+      host::primitives<T, Op> p(*w_, ca, K::name, Algo::name, call, Algo::needs_direct, in, in_elems, out, out_elems,
+                                op, slot_bytes);
       Algo::run(K{}, p, static_cast<const coll_args&>(ca));
     }
   }

@@ -41,6 +41,56 @@ struct common_options {
 // Throws errc::invalid_argument naming the first shared option out of its range, and `rank`
 // (no_rank: the world's). Also bounds what a world allocates per connection, so that no size
 // product of these options can wrap: channels x slots x slot_bytes <= 2^46.
+//
+// Upper bounds, all checked when a world is made (errc::invalid_argument naming the option):
+//   channels                        1024 (host worlds: 64)
+//   slot_bytes                      2^30
+//   slots                           2^16
+//   window_bytes                    2^40
+//   channels x slots x slot_bytes   2^46
+//   nranks                          host worlds: 1024
+// A world of processes also lays its ranks' shared memory out from them: the host's segment holds
+// nranks^2 x channels x slots x (slot_bytes + 64) bytes of connections and nranks x window_bytes
+// of windows, a GPU rank nranks x channels x slots x (slot_bytes + 64) of connections and
+// 4 x window_bytes of windows; a size past 2^64 is errc::invalid_argument naming the options, and
+// one that fits in 64 bits but not in /dev/shm (or GPU memory) errc::system giving the size. Host
+// worlds of threads also refuse a connection (slots x (slot_bytes + 64)) larger than the host's
+// memory.
+namespace detail {
+
+// Sizes computed from options (a segment's offsets and size, an allocation), never wrapping: a
+// result past SIZE_MAX throws errc::invalid_argument on `rank`, naming `options` (the options and
+// arguments the size comes from).
+class option_sizes {
+ public:
+  option_sizes(const char* where, int rank, const char* options) noexcept
+      : where_(where), rank_(rank), options_(options) {}
+  std::size_t mul(std::size_t a, std::size_t b) const {
+    std::size_t r = 0;
+    if (__builtin_mul_overflow(a, b, &r)) overflow(std::to_string(a) + " x " + std::to_string(b));
+    return r;
+  }
+  std::size_t add(std::size_t a, std::size_t b) const {
+    std::size_t r = 0;
+    if (__builtin_add_overflow(a, b, &r)) overflow(std::to_string(a) + " + " + std::to_string(b));
+    return r;
+  }
+  // x rounded up to a multiple of `a` (> 0).
+  std::size_t align_up(std::size_t x, std::size_t a) const { return mul(add(x, a - 1) / a, a); }
+
+ private:
+  [[noreturn]] void overflow(const std::string& op) const {
+    fail(errc::invalid_argument, where_, rank_,
+         std::string(options_) + " are too large: the size they make (" + op +
+             " bytes) does not fit in 64 bits; lower them (bounds in collcomm/options.hpp)");
+  }
+  const char* where_;
+  int rank_;
+  const char* options_;
+};
+
+}  // namespace detail
+
 inline void check_common_options(const common_options& o, const char* where, int rank) {
   auto bad = [&](const std::string& msg) { detail::fail(errc::invalid_argument, where, rank, msg); };
   if (o.channels < 0 || o.channels > common_options::max_channels)

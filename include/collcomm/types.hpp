@@ -139,6 +139,13 @@ COLLCOMM_HD constexpr T from_accum(accum_t<T> x) noexcept {
   return element_traits<std::remove_cv_t<T>>::from_accum(x);
 }
 
+// The name of an element kind (element_traits<T>::name of its type), for messages.
+COLLCOMM_HD constexpr const char* element_kind_name(element_kind k) noexcept {
+  constexpr const char* names[] = {"f32", "f64", "f16", "bf16", "e4m3", "e5m2", "i8", "u8", "i32", "u32", "i64", "u64"};
+  const auto i = static_cast<unsigned>(k);
+  return i < sizeof(names) / sizeof(names[0]) ? names[i] : "an unknown type";
+}
+
 template <element T>
 inline constexpr const char* element_name = element_traits<std::remove_cv_t<T>>::name;
 

@@ -5,15 +5,11 @@
 //                      with errc::timeout naming rank 1 within the timeout (well under 3 s), a later
 //                      call on that world is refused at once (errc::aborted), and a fresh world of
 //                      the same placement then runs a collective correctly;
-//   ranks_disagree     N = 2 and 4 ranks call all_reduce, rank 1 with another count. Launched per
-//                      rank, the messages differ in size or never come, and every rank gets an
-//                      error ("timed out waiting for") within the timeout, no hang; launched
-//                      together (grouped), every rank's call is refused before the launch naming
-//                      rank 1 and the count. Then a fresh world works.
-//   ranks_disagree_about_the_call  launched per rank (the kernels' check), ranks that disagree on
-//                      the root, the op, the algorithm or the collective: every rank gets an error
-//                      in that call or the next, one names "a message of another call" and both
-//                      calls, no call returns another call's data, and later calls are refused.
+//   ranks_disagree     N = 2 and 4 ranks call all_reduce, rank 1 with another count: ranks of one
+//                      GPU launch a call together, so every rank's call is refused before the
+//                      launch, naming rank 1's call and the count, at once; then a fresh world
+//                      works. (Ranks that launch alone — processes, tests/gpu/mp — are checked in
+//                      the kernels: every FIFO message carries its call's fingerprint.)
 //
 // A case is parameterized on its call path (gpu_harness.cuh): fault_path<Tr, Protocol, Api> is
 // all_reduce ring over transport Tr with tuning<Protocol>, through gpu::launch (Api = false) or
@@ -100,138 +96,57 @@ void rank_never_joins(std::chrono::milliseconds timeout, index_t count, bool in_
 }
 
 // N = 2 and 4 ranks, one channel of 4 KiB slots; rank 1 calls all_reduce with 3000 elements, the
-// others with 5000. Every rank's call (or check() after it) must fail within the timeout.
+// others with 5000: refused on every rank before the launch (ranks of one GPU launch together).
 template <class Tr, class Protocol, bool Api>
 void ranks_disagree_on_count() {
   using Via = fault_path<Tr, Protocol, Api>;
   gpu::options o = fault_options<Tr>(std::chrono::milliseconds(300));
   o.channels = 1;
   o.slot_bytes = 4096;
-  for (const gpu::launch_mode mode : {gpu::launch_mode::per_rank, gpu::launch_mode::grouped})
-    for (int n : {2, 4}) {
-      o.launch = mode;
-      gpu::world w(n, {}, o);
-      std::vector<std::string> errors(n);
-      std::vector<double> secs(n);
-      std::vector<std::thread> threads;
-      std::barrier sync_point(n);
-      for (int r = 0; r < n; ++r)
-        threads.emplace_back([&, r] {
-          float *d_in = nullptr, *d_out = nullptr;
-          cudaMalloc(&d_in, 5000 * sizeof(float));
-          cudaMalloc(&d_out, 5000 * sizeof(float));
-          cudaStream_t s;
-          cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
-          coll_args a{};
-          a.rank = r;
-          a.nranks = n;
-          a.count = r == 1 ? 3000 : 5000;
-          Via::template preload<float, op::sum>();
-          cudaDeviceSynchronize();
-          sync_point.arrive_and_wait();
-          const auto t0 = std::chrono::steady_clock::now();
-          try {
-            Via::call(w, r, a, d_in, d_out, op::sum{}, s);
-            cudaStreamSynchronize(s);
-            secs[r] = seconds_since(t0);
-            gpu::check_stall(w, r);  // what communicator<Tr>::check() does
-          } catch (const error& e) {
-            errors[r] = e.what();
-          }
-          sync_point.arrive_and_wait();
-          cudaFree(d_in);
-          cudaFree(d_out);
-          cudaStreamDestroy(s);
-        });
-      for (auto& t : threads) t.join();
-      for (int r = 0; r < n; ++r) {
-        INFO("n=", n, " rank ", r, " ", mode == gpu::launch_mode::grouped ? "grouped" : "per rank", ": ", errors[r]);
-        CHECK(!errors[r].empty());
-        if (mode == gpu::launch_mode::per_rank) {
-          CHECK(errors[r].find("timed out waiting for") != std::string::npos);
-        } else {
-          CHECK(errors[r].find("disagree on the count") != std::string::npos);
-          CHECK(errors[r].find("rank 1's all_reduce") != std::string::npos);
+  for (int n : {2, 4}) {
+    gpu::world w(n, {}, o);
+    std::vector<std::string> errors(n);
+    std::vector<double> secs(n);
+    std::vector<std::thread> threads;
+    std::barrier sync_point(n);
+    for (int r = 0; r < n; ++r)
+      threads.emplace_back([&, r] {
+        float *d_in = nullptr, *d_out = nullptr;
+        cudaMalloc(&d_in, 5000 * sizeof(float));
+        cudaMalloc(&d_out, 5000 * sizeof(float));
+        cudaStream_t s;
+        cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+        coll_args a{};
+        a.rank = r;
+        a.nranks = n;
+        a.count = r == 1 ? 3000 : 5000;
+        Via::template preload<float, op::sum>();
+        cudaDeviceSynchronize();
+        sync_point.arrive_and_wait();
+        const auto t0 = std::chrono::steady_clock::now();
+        try {
+          Via::call(w, r, a, d_in, d_out, op::sum{}, s);
+          cudaStreamSynchronize(s);
+          secs[r] = seconds_since(t0);
+          gpu::check_stall(w, r);  // what communicator<Tr>::check() does
+        } catch (const error& e) {
+          errors[r] = e.what();
         }
-        CHECK(secs[r] < 3.0);
-      }
+        sync_point.arrive_and_wait();
+        cudaFree(d_in);
+        cudaFree(d_out);
+        cudaStreamDestroy(s);
+      });
+    for (auto& t : threads) t.join();
+    for (int r = 0; r < n; ++r) {
+      INFO("n=", n, " rank ", r, ": ", errors[r]);
+      CHECK(!errors[r].empty());
+      CHECK(errors[r].find("disagree on the count") != std::string::npos);
+      CHECK(errors[r].find("rank 1's all_reduce") != std::string::npos);
+      CHECK(secs[r] < 3.0);
     }
-  check_fresh_world<Via>(3, fault_options<Tr>());
-}
-
-// Ranks launched one by one (launch_mode::per_rank: the kernels compare the fingerprint every
-// FIFO message carries) make a call they disagree about (`disagree(comm, rank, in, out, stream)`),
-// then an agreeing all_reduce, then another. Each rank gets an error in the first or the second
-// call (a rank whose part of the first call received nothing may return from it); the error of
-// some rank says a message of another call arrived and names both calls; a second call that
-// returns without an error returns the right sum, never another call's data; the third call is
-// refused on every rank (the world failed).
-template <class Tr, class Protocol, class Disagree>
-void ranks_disagree_about_the_call(int n, const char* what, Disagree disagree) {
-  gpu::options o = fault_options<Tr>(std::chrono::milliseconds(500));
-  o.channels = 2;
-  o.launch = gpu::launch_mode::per_rank;
-  const index_t count = 3001;
-  gpu::world w(n, {}, o);
-  std::vector<std::string> errors(n);
-  std::vector<int> refused(n, 0), wrong(n, 0);
-  std::mt19937_64 g(fresh_seed() ^ 0x5eed);
-  std::vector<std::vector<float>> x(n, std::vector<float>(count));
-  std::vector<double> want(count, 0.0);
-  for (int r = 0; r < n; ++r)
-    for (index_t i = 0; i < count; ++i) {
-      x[r][i] = static_cast<float>(static_cast<int>(g() % 17) - 8);
-      want[i] += x[r][i];
-    }
-  std::barrier sync_point(n);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r)
-    threads.emplace_back([&, r] {
-      communicator<Tr> comm(w, r);
-      float *in = nullptr, *out = nullptr;
-      cudaMalloc(&in, count * sizeof(float));
-      cudaMalloc(&out, count * sizeof(float));
-      cudaMemcpy(in, x[r].data(), count * sizeof(float), cudaMemcpyHostToDevice);
-      cudaStream_t s;
-      cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
-      cudaDeviceSynchronize();
-      sync_point.arrive_and_wait();
-      try {
-        disagree(comm, r, in, out, count, s);
-        cudaStreamSynchronize(s);
-        comm.check();
-        cudaMemset(out, 0x7F, count * sizeof(float));  // poisoned: the agreeing call must write it
-        all_reduce<algo::ring, tuning<Protocol>>(comm, in, out, count, op::sum{}, s);
-        cudaStreamSynchronize(s);
-        comm.check();
-        std::vector<float> got(count);
-        cudaMemcpy(got.data(), out, count * sizeof(float), cudaMemcpyDeviceToHost);
-        for (index_t i = 0; i < count; ++i) wrong[r] += got[i] != static_cast<float>(want[i]);
-      } catch (const error& e) {
-        errors[r] = e.what();
-      }
-      sync_point.arrive_and_wait();
-      try {
-        all_reduce<algo::ring, tuning<Protocol>>(comm, in, out, count, op::sum{}, s);
-        cudaStreamSynchronize(s);
-        comm.check();
-      } catch (const error& e) {
-        refused[r] = e.code() == errc::aborted;
-      }
-      cudaFree(in);
-      cudaFree(out);
-      cudaStreamDestroy(s);
-    });
-  for (auto& t : threads) t.join();
-  int named = 0;
-  for (int r = 0; r < n; ++r) {
-    INFO(what, ", n=", n, " rank ", r, ": ", errors[r]);
-    CHECK(!errors[r].empty());
-    CHECK(wrong[r] == 0);
-    CHECK(refused[r] == 1);
-    named += errors[r].find("a message of another call from rank") != std::string::npos;
   }
-  CHECK(named > 0);
+  check_fresh_world<Via>(3, fault_options<Tr>());
 }
 
 }  // namespace collcomm_gpu_test

@@ -22,6 +22,7 @@
 #include <cstring>
 #include <functional>
 #include <random>
+#include <regex>
 #include <set>
 #include <string>
 #include <thread>
@@ -155,12 +156,32 @@ inline job run_job(int n, const std::function<int(bs::tcp&, rank_report&)>& f, r
   return j;
 }
 
-// The names in /dev/shm that collcomm made (segment.hpp: "collcomm-...").
+// Whether `name` (a file name in /dev/shm) is one of collcomm's segments, exactly
+// (detail/shm_segment.hpp: "collcomm-<pid>-<start>-<pid namespace>-<16 hex>-<kind>").
+inline bool is_segment_name(const std::string& name) {
+  static const std::regex pattern("collcomm-[0-9]+-[0-9]+-[0-9]+-[0-9a-f]{16}-(w|s|g|gc)");
+  return std::regex_match(name, pattern);
+}
+
+// The segment a line of /proc/<pid>/maps maps ("" if none): its path is /dev/shm/<segment name>,
+// with " (deleted)" once the name is unlinked.
+inline std::string segment_of_maps_line(const std::string& line) {
+  const std::size_t at = line.find(" /dev/shm/");
+  if (at == std::string::npos) return {};
+  std::string name = line.substr(at + 10);
+  static constexpr char deleted[] = " (deleted)";
+  if (name.size() > sizeof deleted - 1 &&
+      name.compare(name.size() - (sizeof deleted - 1), std::string::npos, deleted) == 0)
+    name.resize(name.size() - (sizeof deleted - 1));
+  return is_segment_name(name) ? name : std::string();
+}
+
+// The names in /dev/shm that collcomm made.
 inline std::set<std::string> collcomm_segments() {
   std::set<std::string> s;
   if (DIR* d = ::opendir("/dev/shm")) {
     while (dirent* e = ::readdir(d))
-      if (std::strncmp(e->d_name, "collcomm-", 9) == 0) s.insert(e->d_name);
+      if (is_segment_name(e->d_name)) s.insert(e->d_name);
     ::closedir(d);
   }
   return s;

@@ -18,6 +18,7 @@
 #include <collcomm/detail/cuda.hpp>
 #include <collcomm/detail/join.hpp>
 #include <collcomm/error.hpp>
+#include <collcomm/fingerprint.hpp>
 #include <collcomm/gpu/world.hpp>
 #include <collcomm/kernels/collective_kernel.cuh>
 #include <collcomm/kinds.hpp>
@@ -189,32 +190,25 @@ world::launch_call call_of(int rank, const coll_args& a, launch_shape shape) {
   return c;
 }
 
-// A call's fingerprint, which its FIFO messages carry (kernels/channel.cuh, size_word) and its
-// receivers compare with their own: 31 bits of FNV-1a over everything the call names and the
-// rank's count of collective calls before it (not for send_recv, which is not collective: it
-// pairs ranks, and its kind still tells its messages from a collective's). Ranks that disagree
-// about a call, or about how many calls came before, see messages of another fingerprint.
-inline std::uint32_t fingerprint_of(const world::launch_call& c, std::uint64_t seq) {
-  std::uint32_t h = 2166136261u;
-  auto byte = [&](unsigned char b) { h = (h ^ b) * 16777619u; };
-  auto text = [&](const char* s) {
-    for (; *s; ++s) byte(static_cast<unsigned char>(*s));
-    byte(0);
+// A call's fingerprint as its FIFO messages carry it (kernels/channel.cuh, size_word) and its
+// barriers compare it (kernels/direct_primitives.cuh): 31 bits of FNV-1a over the call's
+// call_fingerprint (collcomm/fingerprint.hpp: the rank's count of collective calls before it,
+// kind, algorithm, op, root, count, element type; the host executor carries the whole struct)
+// and the GPU's launch parameters (protocol, channels, slot bytes). Ranks that disagree about a
+// call, or about how many calls came before it, see another fingerprint (but for 1 in 2^31).
+template <class K, class Algo, class Tuning, class T, class Op>
+std::uint32_t fingerprint_of(std::uint64_t seq, const coll_args& a, launch_shape shape) {
+  const call_fingerprint f = make_fingerprint<K, Algo, Op, T>(seq, a);
+  std::uint32_t h = name_id(Tuning::protocol::name);
+  auto mix = [&h](std::uint64_t v) {
+    for (int i = 0; i < 8; ++i) h = (h ^ static_cast<unsigned char>(v >> (8 * i))) * 16777619u;
   };
-  auto number = [&](std::uint64_t v) {
-    for (int i = 0; i < 8; ++i) byte(static_cast<unsigned char>(v >> (8 * i)));
-  };
-  text(c.kind);
-  text(c.algo);
-  text(c.protocol);
-  text(c.type);
-  text(c.op);
-  number(static_cast<std::uint64_t>(c.channels) << 32 | c.slot_bytes);
-  if (!c.p2p) {
-    number(seq);
-    number(static_cast<std::uint64_t>(c.count));
-  }
-  if (c.rooted) number(static_cast<std::uint64_t>(c.root));
+  mix(f.seq);
+  mix(f.count);
+  mix(std::uint64_t{f.kind} << 32 | f.algo);
+  mix(std::uint64_t{f.op} << 32 | static_cast<std::uint32_t>(f.root));
+  mix(static_cast<std::uint64_t>(f.elem));
+  mix(static_cast<std::uint64_t>(shape.channels) << 32 | shape.slot_bytes);
   return h & 0x7fffffffu;
 }
 
@@ -278,7 +272,7 @@ void launch_on(world& w, int rank, coll_args a, const T* in, T* out, Op op, cuda
   a.nchannels = channels;
   const world::launch_call call = launch_detail::call_of<K, Algo, Tuning, T, Op>(rank, a, shape);
   kernels::rank_params<T, Op> mine{a, in, out, op};
-  mine.call = launch_detail::fingerprint_of(call, w.collectives_launched(rank));
+  mine.call = launch_detail::fingerprint_of<K, Algo, Tuning, T, Op>(w.collectives_launched(rank), a, shape);
   if (!grouped) {
     params_t p{};
     p.h = w.handle<Handle>(rank);

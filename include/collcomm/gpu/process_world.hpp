@@ -25,15 +25,16 @@
 //       process: the abort word (kernels poll it; host abort() writes it), who aborted and why,
 //       the stall records (a kernel's timed-out wait writes its rank's; every rank reads all of
 //       them with plain loads after its stream synchronized), and a departure flag per rank.
-//       Made as detail/shm_segment.hpp's segments are: rank 0 creates it, every rank maps it, the name
-//       is unlinked at once, so nothing stays in /dev/shm, even after SIGKILL. Each rank holds
-//       its liveness lock on it: a stall names the ranks whose process is gone.
+//       Made as detail/shm_segment.hpp's segments are: rank 0 creates it under a fresh random name
+//       and sends that name with its memory record, every rank maps it, the name is unlinked at
+//       once, so nothing stays in /dev/shm, even after SIGKILL. Each rank holds its liveness lock
+//       on it: a stall names the ranks whose process is gone.
 // Counters use device scope when every rank is on one GPU, system scope otherwise. Each process's
 // kernels read an abort word of their own GPU's memory at entry (the shared word is host memory).
 //
 // Staged worlds (options::connections = placement::host: transport::pcie_staged, for
 // GPUs without peer access). No rank exports or opens GPU memory: rank 0 also creates a second
-// segment, "<token>-gc", holding every connection of the world, receiver by receiver, each
+// segment (kind "gc"), holding every connection of the world, receiver by receiver, each
 // (channel, src) a FIFO of data slots | sizes | tail | head, fully allocated and zero; every rank
 // maps it, registers it (cudaHostRegister mapped | portable) and builds its FIFO table from its own
 // cudaHostGetDevicePointer. It is unlinked with the control page, at the same points, and
@@ -89,7 +90,7 @@ namespace gpu {
 namespace ipc_detail {
 
 struct hello_record {
-  std::uint64_t token;  // rank 0's names the control page
+  std::uint64_t token;  // rank 0's; unused
   std::int64_t pid;
   std::uint64_t host;
   unsigned char uuid[16];  // the GPU (device numbers differ across processes)
@@ -102,8 +103,23 @@ struct memory_record {
   cudaIpcMemHandle_t handle;
   std::uint64_t base;  // the raw pointer, for ranks of the same process
   std::uint64_t bytes;
-  char status[384];  // "" or why this rank failed
+  char page_name[72];   // rank 0: the control page's segment (detail/shm_segment.hpp: Names)
+  char conns_name[72];  // rank 0, staged: the connections' segment
+  char status[288];     // "" or why this rank failed
 };
+// A split's join carries it in one mailbox post.
+static_assert(sizeof(memory_record) <= page_layout::post_bytes);
+
+template <std::size_t N>
+void set_text(char (&dst)[N], const std::string& text) noexcept {
+  const std::size_t k = std::min(text.size(), N - 1);
+  std::memcpy(dst, text.data(), k);
+  dst[k] = '\0';
+}
+template <std::size_t N>
+std::string text_of(const char (&src)[N]) {
+  return std::string(src, strnlen(src, N));
+}
 
 // The bootstrap a split's group joins with: a view of the parent's mailbox. Every round is one
 // of the parent's (every parent rank takes part: non-members post nothing); all_gather keeps the
@@ -231,21 +247,29 @@ std::shared_ptr<world> join_world(B& boot, int device, options opts) {
   // This rank's allocation: connections | barrier lines | window (input, output). Staged: none;
   // the connections of every receiver, in receiver order, make one shared segment instead.
   const transport::connection_layout layout{n, nc, opts.slots, opts.slot_bytes};
-  const std::size_t conn_bytes = layout.per_receiver();
-  const std::size_t barrier_at = ipc_detail::align_up(conn_bytes, 256);
-  const std::size_t window_at = ipc_detail::align_up(barrier_at + 128 * static_cast<std::size_t>(nc), 256);
+  // Every size from here on, computed without wrapping (an overflow names the options).
+  const cd::option_sizes z(where, me,
+                           "argument 'nranks' and options 'channels', 'slots', 'slot_bytes', 'window_bytes'");
+  const std::size_t nn = static_cast<std::size_t>(n), ncs = static_cast<std::size_t>(nc);
+  const std::size_t slots = static_cast<std::size_t>(opts.slots);
+  // layout.per_receiver(): nranks x channels x (slots x slot_bytes + 8 x (slots + 2))
+  const std::size_t conn_bytes =
+      z.mul(z.mul(nn, ncs), z.add(z.mul(slots, opts.slot_bytes), z.mul(sizeof(std::uint64_t), z.add(slots, 2))));
+  const std::size_t barrier_at = z.align_up(conn_bytes, 256);
+  const std::size_t window_at = z.align_up(z.add(barrier_at, z.mul(128, ncs)), 256);
   // The window: input, output (direct schedules staged by copies), then two halves where kernels
   // stage their input themselves, alternating call by call (communicator::run_staged).
-  const std::size_t total = staged ? 0 : window_at + 4 * opts.window_bytes;
-  const std::size_t staged_bytes = staged ? ipc_detail::align_up(conn_bytes * n, 4096) : 0;
+  const std::size_t total = staged ? 0 : z.add(window_at, z.mul(4, opts.window_bytes));
+  const std::size_t staged_bytes = staged ? z.align_up(z.mul(conn_bytes, nn), 4096) : 0;
+  const std::size_t steps_bytes =
+      z.mul(z.mul(z.mul(nn, ncs), nn), 2 * sizeof(std::uint64_t));  // (rank, channel, peer, 2)
 
-  // Both names are known to every rank before either exists, and every rank unlinks both on
-  // every way out of join (detail/shm_segment.hpp): nothing stays in /dev/shm, even after a SIGKILL.
-  const std::string name = cd::segment_name(hellos[0].token, "g");
-  const std::string conns_name = cd::segment_name(hellos[0].token, "gc");
+  // Rank 0 creates both segments under fresh names and sends them with its memory record; every
+  // rank unlinks both on every way out of join once it knows them (detail/shm_segment.hpp).
+  std::string name, conns_name;
   auto unlink_names = [&] {
     cd::shm_segment::unlink(name);
-    if (staged) cd::shm_segment::unlink(conns_name);
+    cd::shm_segment::unlink(conns_name);
   };
   try {
     // 2. Every rank exports its memory; rank 0 also makes the control page.
@@ -260,20 +284,27 @@ std::shared_ptr<world> join_world(B& boot, int device, options opts) {
         rec.base = reinterpret_cast<std::uintptr_t>(res->mine_);
       }
       rec.bytes = total;
-      if (me == 0) res->page_ = cd::shm_segment::create(name, page.bytes, page.bytes, me);
-      // Staged: every page allocated now (a page that tmpfs cannot supply later would be a SIGBUS;
-      // registration pins them all anyway), zero: every counter starts at 0.
-      if (me == 0 && staged) res->conns_ = cd::shm_segment::create(conns_name, staged_bytes, staged_bytes, me);
+      if (me == 0) {
+        res->page_ = cd::shm_segment::create("g", page.bytes, me);
+        name = res->page_.name();
+      }
+      // Staged: every page allocated now, zero: every counter starts at 0.
+      if (me == 0 && staged) {
+        res->conns_ = cd::shm_segment::create("gc", staged_bytes, me);
+        conns_name = res->conns_.name();
+      }
     } catch (const error& e) {
       err = e.what();
     }
-    std::memcpy(rec.status, err.data(), std::min(err.size(), sizeof rec.status - 1));
+    ipc_detail::set_text(rec.page_name, name);
+    ipc_detail::set_text(rec.conns_name, conns_name);
+    ipc_detail::set_text(rec.status, err);
     const auto recs = cd::all_gather_records(boot, rec);
+    name = ipc_detail::text_of(recs[0].page_name);
+    conns_name = ipc_detail::text_of(recs[0].conns_name);
     std::vector<std::string> errs(static_cast<std::size_t>(n));
     for (int q = 0; q < n; ++q)
-      errs[static_cast<std::size_t>(q)] =
-          std::string(recs[static_cast<std::size_t>(q)].status,
-                      strnlen(recs[static_cast<std::size_t>(q)].status, sizeof rec.status));
+      errs[static_cast<std::size_t>(q)] = ipc_detail::text_of(recs[static_cast<std::size_t>(q)].status);
     cd::check_statuses(errs, where, me, "the GPU world");
 
     // 3. Every rank maps the page and its peers' memory, and builds its tables.
@@ -354,7 +385,7 @@ std::shared_ptr<world> join_world(B& boot, int device, options opts) {
       // are host memory and always use system scope.)
       // Staged connections are host memory, written and read over PCIe: system scope always.
       w->scope_is_device_ = !staged && on_gpu == n;
-      h.steps = static_cast<std::uint64_t*>(w->alloc(device, sizeof(std::uint64_t) * n * nc * n * 2));
+      h.steps = static_cast<std::uint64_t*>(w->alloc(device, steps_bytes));
       h.staged_calls = staged ? nullptr : static_cast<std::uint64_t*>(w->alloc(device, sizeof(std::uint64_t) * nc));
       h.window_bytes = staged ? 0 : opts.window_bytes;
       // The barrier is the direct schedules' alone (an atomic add, which host memory reached over

@@ -7,21 +7,23 @@
 // Message m (0-based) lives in slot m % slots. The sender waits for tail - head < slots (acquire
 // load of head: the receiver is done reading the slot), writes the slot, then publishes tail + 1
 // (release: the data is visible before the counter). The receiver waits for tail > head (acquire
-// load of tail), reads the slot, then publishes head + 1. Each slot starts with a header saying
-// how many elements of how many bytes the message holds, so that a receiver whose expected size
-// differs — ranks that disagree on count, element type or root — reports it instead of reading
-// the wrong data.
+// load of tail), reads the slot, then publishes head + 1. Each slot starts with a header: the
+// fingerprint of the sender's call (fingerprint.hpp: call number, kind, algorithm, op, root, count,
+// element type) and how many elements the message holds. The receiver compares both with its own
+// before it reads the data (host::world::wait_message), so that ranks that disagree about a call
+// get an error naming both calls instead of the wrong data, in this call or a later one.
 //
 // Where it lives. A connection is a view over one block of connection::block_bytes(slots,
 // slot_bytes) bytes, 64-byte aligned, laid out as
-//   [0, 64) tail   [64, 128) head   [128, ...) the slots, each header_bytes + the data
-// The counters must start at zero; the slots need no initialization. A world of threads allocates
+//   [0, 64) tail   [64, 128) head, then last_read_call   [128, ...) the slots, each header_bytes + the data
+// The counters (and last_read_call) must start at zero; the slots need no initialization. A world of threads allocates
 // the block on the heap on first use; a world of processes places every block at a fixed offset of
 // its shared-memory segment (world.hpp), where the pages are zero until first touched. The view
 // holds no state of its own, so each process may make its own over its own mapping.
 #pragma once
 
 #include <collcomm/config.hpp>
+#include <collcomm/fingerprint.hpp>
 #include <collcomm/host/wait.hpp>
 
 #include <cstddef>
@@ -31,9 +33,8 @@ COLLCOMM_NAMESPACE_BEGIN
 namespace host {
 
 struct slot_header {
-  std::uint64_t elems;  // elements in the message
-  std::uint32_t elem;   // the sender's element type (element_kind)
-  std::uint32_t unused;
+  call_fingerprint call;  // the sender's call
+  std::uint64_t elems;    // elements in the message
 };
 
 class connection {
@@ -41,6 +42,7 @@ class connection {
   // Layout of one slot: the header, then the data at a 64-byte boundary (16-byte vectors and no
   // false sharing between the header and the data of the next slot).
   static constexpr std::size_t header_bytes = 64;
+  static_assert(sizeof(slot_header) <= header_bytes);
   // The two counters, a cache line each (written by different ranks).
   static constexpr std::size_t counter_bytes = 128;
 
@@ -77,6 +79,10 @@ class connection {
   void publish() noexcept { tail().store(own_tail() + 1, cuda::std::memory_order_release); }
   // Receiver: message own_head() is read; give its slot back (release: reads before reuse).
   void consume() noexcept { head().store(own_head() + 1, cuda::std::memory_order_release); }
+
+  // Receiver's note, beside its head (a line it writes anyway): 1 + the number of the last
+  // collective call in which it read a message here, 0 if none. Only the receiver uses it.
+  std::uint64_t& last_read_call() noexcept { return *reinterpret_cast<std::uint64_t*>(block_ + 64 + 8); }
 
  private:
   // System scope: the same statement the GPU executor makes for host-mapped counters, and what a

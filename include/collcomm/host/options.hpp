@@ -28,11 +28,12 @@ struct options : common_options {
     timeout = std::chrono::milliseconds(30000);
     // Process worlds only (process_world.hpp): each rank's window in the shared segment; a direct
     // call whose input and output together need more throws errc::invalid_argument naming this
-    // option. The segment is sparse: pages are touched only as far as calls use them, but /dev/shm
-    // must have room for every rank's whole window (docker's default 64 MiB does not for several
-    // ranks: --shm-size). The default takes two_shot and one_shot to 32 MiB buffers in and out of
-    // place. >= 4096.
-    window_bytes = std::size_t{64} << 20;
+    // option. Every page of the segment is allocated when the world is made (a full /dev/shm is an
+    // error then, never a SIGBUS later), so /dev/shm must hold every rank's whole window and the
+    // world holds it in memory for its life: 16 MiB per rank, 128 MiB for 8 ranks (docker's
+    // default 64 MiB /dev/shm does not suffice for several ranks: --shm-size, or a smaller window).
+    // The default takes two_shot and one_shot to 8 MiB buffers in and out of place. >= 4096.
+    window_bytes = std::size_t{16} << 20;
   }
 };
 

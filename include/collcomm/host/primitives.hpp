@@ -12,13 +12,16 @@
 // Checks. What a schedule does wrong — a FIFO message longer than slot_elems(), an access outside
 // a buffer (a buffer that is not significant on this rank, e.g. reduce's output off the root, has
 // 0 elements here), a store into the input, a peer out of range — throws errc::internal naming the
-// schedule. A peer whose message or exposed buffer does not match (ranks that disagree on count or
-// element type) throws errc::invalid_argument naming both ranks. Waits time out (world.hpp).
+// schedule. Every message sent and every buffer exposed carries the call's fingerprint
+// (fingerprint.hpp); a peer's message or exposed buffer of another call (ranks that disagree about
+// the call) throws errc::invalid_argument naming both ranks and both calls, and aborts the world
+// (world.hpp, Disagreement). Waits time out (world.hpp).
 #pragma once
 
 #include <collcomm/algo/primitives.hpp>
 #include <collcomm/config.hpp>
 #include <collcomm/error.hpp>
+#include <collcomm/fingerprint.hpp>
 #include <collcomm/host/world.hpp>
 #include <collcomm/kinds.hpp>
 #include <collcomm/ops.hpp>
@@ -40,18 +43,24 @@ class primitives {
   // The granularity of chunk sizes: one 16-byte vector of T (1 element for T of 16 bytes or more).
   static constexpr index_t align = sizeof(T) >= 16 ? 1 : 16 / sizeof(T);
 
-  // Binds rank `rank`'s buffers for one call on channel a.channel, and exposes them to the peers'
-  // direct primitives. in_elems / out_elems: the elements of each buffer the schedule may touch on
-  // this rank (0 where the buffer is not significant here). `what`, `algo`: for messages.
-  // `slot_bytes`: the call's message bytes (at most the world's options::slot_bytes).
-  primitives(world& w, const coll_args& a, const char* what, const char* algo, const T* in, index_t in_elems, T* out,
-             index_t out_elems, const Op& op, std::size_t slot_bytes)
+  // Binds rank `rank`'s buffers for one call on channel a.channel, and, when `direct` (the schedule
+  // reads peers' buffers: Algo::needs_direct), exposes them to the peers' direct primitives; a
+  // FIFO schedule's call leaves the exposure of an earlier call, which a peer that reads it anyway
+  // (ranks that disagree on the algorithm) finds to be of another call. in_elems / out_elems: the
+  // elements of each buffer the schedule may touch on this rank (0 where the buffer is not
+  // significant here). `what`, `algo`: for messages. `call`: the call's fingerprint, sent with
+  // every message and exposed with the buffers. `slot_bytes`: the call's message bytes (at most the
+  // world's options::slot_bytes).
+  primitives(world& w, const coll_args& a, const char* what, const char* algo, const call_fingerprint& call,
+             bool direct, const T* in, index_t in_elems, T* out, index_t out_elems, const Op& op,
+             std::size_t slot_bytes)
       : w_(w),
         rank_(a.rank),
         nranks_(a.nranks),
         channel_(a.channel),
         what_(what),
         algo_(algo),
+        call_(call),
         in_(in),
         in_elems_(in_elems),
         out_(out),
@@ -59,7 +68,7 @@ class primitives {
         op_(op),
         slot_elems_(static_cast<index_t>(slot_bytes / sizeof(T) / align * align)),
         scratch_(w.scratch(rank_)) {
-    w.expose(channel_, rank_, {in, in_elems, out, out_elems, kind_});
+    if (direct) w.expose(channel_, rank_, {in, in_elems, out, out_elems, call});
   }
 
   index_t slot_elems() const noexcept { return slot_elems_; }
@@ -81,7 +90,7 @@ class primitives {
     check_message(n, "recv");
     if (from.size == 1) {  // a plain copy: move the bits as they are
       check_peer(from.rank[0], "recv");
-      const std::byte* m = w_.wait_message(channel_, from.rank[0], rank_, n, kind_, what_);
+      const std::byte* m = w_.wait_message(channel_, from.rank[0], rank_, n, call_, what_);
       std::memcpy(static_cast<void*>(d), m, n * sizeof(T));
       w_.consume(channel_, from.rank[0], rank_);
       return;
@@ -128,7 +137,7 @@ class primitives {
     T* v = values();
     if (from.size == 1) {
       check_peer(from.rank[0], "recv_copy_send");
-      const std::byte* m = w_.wait_message(channel_, from.rank[0], rank_, n, kind_, what_);
+      const std::byte* m = w_.wait_message(channel_, from.rank[0], rank_, n, call_, what_);
       std::memcpy(static_cast<void*>(v), m, n * sizeof(T));
       w_.consume(channel_, from.rank[0], rank_);
     } else {
@@ -173,7 +182,7 @@ class primitives {
   }
 
   // ---- direct family ---------------------------------------------------------------------------
-  void barrier() { w_.barrier(channel_, rank_, what_); }
+  void barrier() { w_.barrier(channel_, rank_, what_, call_.seq == call_fingerprint::p2p_seq ? nullptr : &call_); }
 
   void direct_reduce_copy(buf_ref src, buf_ref dst, index_t n, bool fin) {
     if (n == 0) return;
@@ -235,7 +244,7 @@ class primitives {
     bool first = true;
     for (int p : from) {
       check_peer(p, "a receive");
-      const T* m = reinterpret_cast<const T*>(w_.wait_message(channel_, p, rank_, n, kind_, what_));
+      const T* m = reinterpret_cast<const T*>(w_.wait_message(channel_, p, rank_, n, call_, what_));
       if (first) {
         for (index_t i = 0; i < n; ++i) acc[i] = to_accum<T>(m[i]);
       } else {
@@ -265,7 +274,7 @@ class primitives {
       check_peer(p, prim);
       std::byte* slot = w_.wait_slot(channel_, rank_, p, what_);
       std::memcpy(slot, static_cast<const void*>(v), n * sizeof(T));
-      w_.publish(channel_, rank_, p, n, kind_);
+      w_.publish(channel_, rank_, p, n, call_);
     }
   }
 
@@ -313,10 +322,9 @@ class primitives {
     check_peer(r, prim);
     if (r == rank_) return source(b, n, prim);
     const world::exposed_buffers& e = w_.exposed(channel_, r);
-    if (e.elem != kind_)
-      w_.fail(errc::invalid_argument, what_, rank_,
-              "rank " + std::to_string(r) + " exposes a buffer of another element type than this rank's " +
-                  element_name<T> + ": the ranks disagree on the element type");
+    if (const unsigned fields = differing_fields(call_, e.call))
+      w_.disagree(what_, rank_, r, call_, e.call, fields,
+                  "what rank " + std::to_string(r) + " exposes on channel " + std::to_string(channel_));
     const index_t size = b.which == buffer::input ? e.in_elems : e.out_elems;
     if (b.offset > size || n > size - b.offset)
       schedule_bug(std::string(prim) + " reads rank " + std::to_string(r) + "'s " + span_text(b, n) + " but it has " +
@@ -330,6 +338,7 @@ class primitives {
   int channel_;
   const char* what_;
   const char* algo_;
+  call_fingerprint call_;
   const T* in_;
   index_t in_elems_;
   T* out_;
@@ -337,7 +346,6 @@ class primitives {
   Op op_;
   index_t slot_elems_;
   std::byte* scratch_;
-  static constexpr element_kind kind_ = element_traits<T>::kind;
 };
 
 }  // namespace host

@@ -9,9 +9,9 @@
 //
 // make_process_world(boot, options) is collective over the bootstrap's ranks (all of them, in the
 // same order as their other bootstrap calls), and so is split over the parent's ranks. Both
-// follow detail/shm_segment.hpp's life: one rank creates the segment (its name derived from a random job
-// token), the others open it, a last exchange says every rank mapped it, and the name is unlinked
-// at once. Every step is bounded by a timeout (the bootstrap's, or the parent world's) and a
+// follow detail/shm_segment.hpp's life: one rank creates the segment under a fresh random name and
+// tells the others that name, they open it, the last to map it unlinks the name, and a last
+// exchange says every rank mapped it (each unlinks it again, in case that one died). Every step is bounded by a timeout (the bootstrap's, or the parent world's) and a
 // failure anywhere — a segment that cannot be made, options that differ, a rank that died — is an
 // error on every rank, naming the rank it came from.
 //
@@ -57,11 +57,33 @@ namespace host {
 namespace detail {
 
 struct hello_record {
-  std::uint64_t token;  // rank 0's is the job's
+  std::uint64_t token;  // rank 0's identifies the world (control_block::token)
   std::int64_t pid;
   std::int32_t channels, slots;
   std::uint64_t slot_bytes, window_bytes;
 };
+
+// What the creator of a segment tells the other ranks: the name it created, or why it could not.
+struct created_record {
+  char name[128];
+  char status[384];
+};
+
+template <std::size_t N>
+void set_text(char (&dst)[N], const std::string& text) noexcept {
+  const std::size_t k = std::min(text.size(), N - 1);
+  std::memcpy(dst, text.data(), k);
+  dst[k] = '\0';
+}
+
+// A rank other than the creator mapped and checked `seg`: counts it in the control block, and the
+// last of the world's ranks to do so unlinks the name at once (the creator counts as mapped).
+inline void note_mapped(const collcomm::detail::shm_segment& seg, int nranks, const options& o) {
+  auto* c = reinterpret_cast<control_block*>(seg.base() + segment_layout(nranks, o).control);
+  if (sys_atomic<std::uint32_t>(c->mapped).fetch_add(1, cuda::std::memory_order_acq_rel) + 1 ==
+      static_cast<std::uint32_t>(nranks))
+    collcomm::detail::shm_segment::unlink(seg.name());
+}
 
 }  // namespace detail
 
@@ -103,35 +125,42 @@ std::shared_ptr<world> make_process_world(B& boot, options opt = {}) {
     differs("window_bytes", h.window_bytes, h0.window_bytes);
   }
   const std::uint64_t token = hellos[0].token;
-  const std::string name = collcomm::detail::segment_name(token, "w");
-  const detail::segment_layout layout(n, opt);
+  const detail::segment_layout layout(n, opt, where, r);
 
-  // From here every rank knows the name: each unlinks it on its way out of an error.
-  try {
-    std::string err;
-    collcomm::detail::shm_segment seg;
-    if (r == 0) {
-      try {
-        seg = collcomm::detail::shm_segment::create(name, layout.total, layout.control_end, 0);
-        world::init_segment(seg.base(), n, opt, token);
-      } catch (const error& e) {
-        err = e.what();
-      }
+  // Rank 0 creates the segment under a fresh name and gives every rank that name (or its error);
+  // from then on every rank unlinks it on its way out of an error.
+  detail::created_record made{};
+  collcomm::detail::shm_segment seg;
+  if (r == 0) {
+    try {
+      seg = collcomm::detail::shm_segment::create("w", layout.total, 0);
+      world::init_segment(seg.base(), n, opt, token);
+      detail::set_text(made.name, seg.name());
+    } catch (const error& e) {
+      detail::set_text(made.status, e.what());
     }
-    std::vector<std::string> errs = collcomm::detail::exchange_status(boot, err);  // the segment exists (or not)
-    if (!errs[0].empty()) collcomm::detail::check_statuses(errs, where, r, "the shared-memory world");
+  }
+  const auto made_all = collcomm::detail::all_gather_records(boot, made);  // the segment exists (or not)
+  const std::string name(made_all[0].name, strnlen(made_all[0].name, sizeof made.name));
+  try {
+    if (made_all[0].status[0] != '\0')
+      collcomm::detail::fail(errc::system, where, r,
+                             "rank(s) 0 could not join the shared-memory world: " +
+                                 std::string(made_all[0].status, strnlen(made_all[0].status, sizeof made.status)));
+    std::string err;
     std::shared_ptr<world> w;
     try {
       if (r != 0) {
         seg = collcomm::detail::shm_segment::open(name, layout.total, r);
         if (std::string bad = world::check_segment(seg.base(), n, opt); !bad.empty())
           collcomm::detail::fail(errc::system, where, r, bad);
+        detail::note_mapped(seg, n, opt);
       }
       w = std::make_shared<world>(detail::process_tag{}, std::move(seg), n, r, opt);
     } catch (const error& e) {
       err = e.what();
     }
-    errs = collcomm::detail::exchange_status(boot, err);  // every rank mapped it (or said why not)
+    std::vector<std::string> errs = collcomm::detail::exchange_status(boot, err);  // every rank mapped it
     collcomm::detail::shm_segment::unlink(name);
     collcomm::detail::check_statuses(errs, where, r, "the shared-memory world");
     return w;
@@ -140,6 +169,12 @@ std::shared_ptr<world> make_process_world(B& boot, options opt = {}) {
     throw;
   }
 }
+
+// Removes what jobs killed while they made a world, a split or a dup left in /dev/shm (names of
+// segments whose creator's process is gone; detail/shm_segment.hpp says when that happens). Every
+// segment creation does it too; call it to clean up without making a world (a job's epilogue, a
+// cron job). Removes the GPU executor's segments too. Returns how many names it removed.
+inline int remove_stale_segments() noexcept { return collcomm::detail::remove_stale_segments(); }
 
 namespace detail {
 
@@ -155,11 +190,12 @@ inline void set_status(rank_info& me, std::uint64_t seq, const std::string& err)
 // communicator::split. Returns null for a negative color. Collective over the parent's ranks,
 // through its control channel (barrier channel opts().channels) and its rank_info records:
 //   A  each rank writes (seq, color, key); barrier
-//   B  each group's leader (its new rank 0) creates, initializes and maps the group's segment and
-//      writes its status; barrier
-//   C  the other members open and map it (unless the leader failed) and write their status; barrier
-//   D  every member unlinks the name (the first one does it; a member that died after C does not
-//      leave it behind); every member checks every member's status.
+//   B  each group's leader (its new rank 0) creates, initializes and maps the group's segment
+//      under a fresh name and writes that name and its status; barrier
+//   C  the other members read the name, open and map it (unless the leader failed; the last one to
+//      map it unlinks it) and write their status; barrier
+//   D  every member unlinks the name (a no-op but for a member that died inside C); every member
+//      checks every member's status.
 // A rank's record is written only between two barriers in which no rank reads it (the statuses of
 // split k are read before C(k) or right after it, and rewritten only after A(k + 1)).
 inline std::shared_ptr<world> split_world(world& parent, int rank, int color, int key) {
@@ -196,36 +232,39 @@ inline std::shared_ptr<world> split_world(world& parent, int rank, int color, in
   const int new_rank =
       in_group ? static_cast<int>(std::find(members.begin(), members.end(), rank) - members.begin()) : -1;
   const int leader = in_group ? members[0] : -1;
-  const std::string name =
-      collcomm::detail::segment_name(parent.token(), "s" + std::to_string(seq) + "r" + std::to_string(leader));
   const std::uint64_t child_token = collcomm::detail::mix64(
       parent.token() ^ collcomm::detail::mix64(seq * 0x100000001b3ull + static_cast<std::uint64_t>(leader)));
   const options opt = parent.opts();
-  const segment_layout layout(in_group ? new_n : 1, opt);
+  const segment_layout layout(in_group ? new_n : 1, opt, what, rank);
 
   std::shared_ptr<world> w;
+  std::string name;  // once this rank knows it: unlinked on every way out
   try {
     std::string err;
     collcomm::detail::shm_segment seg;
     if (in_group && rank == leader) {
       try {
-        seg = collcomm::detail::shm_segment::create(name, layout.total, layout.control_end, rank);
+        seg = collcomm::detail::shm_segment::create("s", layout.total, rank);
+        name = seg.name();
         world::init_segment(seg.base(), new_n, opt, child_token);
         w = std::make_shared<world>(process_tag{}, std::move(seg), new_n, new_rank, opt);
       } catch (const error& e) {
         err = e.what();
       }
+      set_text(me.segment_name, name);
       set_status(me, seq, err);
     }
     parent.barrier(ctl, rank, what);  // B
     if (in_group && rank != leader) {
       const rank_info& l = parent.info(leader);
+      name.assign(l.segment_name, strnlen(l.segment_name, sizeof l.segment_name));
       if (l.status != 0) err = "rank " + std::to_string(leader) + " (the new rank 0) failed: " + l.status_text;
       try {
         if (err.empty()) {
           seg = collcomm::detail::shm_segment::open(name, layout.total, rank);
           if (std::string bad = world::check_segment(seg.base(), new_n, opt); !bad.empty())
             collcomm::detail::fail(errc::system, what, rank, bad);
+          note_mapped(seg, new_n, opt);
           w = std::make_shared<world>(process_tag{}, std::move(seg), new_n, new_rank, opt);
         }
       } catch (const error& e) {
@@ -235,7 +274,7 @@ inline std::shared_ptr<world> split_world(world& parent, int rank, int color, in
     }
     parent.barrier(ctl, rank, what);  // C
     if (!in_group) return nullptr;
-    // Every member, not only the leader: one that dies right after C must not leave the name.
+    // Every member, not only the last to map it: one that dies right after C must not leave the name.
     collcomm::detail::shm_segment::unlink(name);
     std::string ranks, first;
     for (int q : members) {
@@ -249,7 +288,7 @@ inline std::shared_ptr<world> split_world(world& parent, int rank, int color, in
                              "rank(s) " + ranks + " of the parent could not join the new communicator: " + first);
     return w;
   } catch (...) {
-    if (in_group) collcomm::detail::shm_segment::unlink(name);
+    collcomm::detail::shm_segment::unlink(name);
     throw;
   }
 }

@@ -15,10 +15,12 @@
 //              (process_world.hpp): everything the ranks share sits at fixed offsets of one
 //              shared-memory segment (detail/shm_segment.hpp), which each process maps at its own address —
 //              so the shared tables hold offsets, never pointers — and this process drives one
-//              rank, local_rank(). Pages of tmpfs are touched on first use: connections cost only
-//              the pairs used here too. Each rank also has a window in the segment: the direct
-//              algorithms read peers' buffers, and a process cannot read another's private memory,
-//              so a direct call stages its buffers through the window (communicator.hpp).
+//              rank, local_rank(). Every page of the segment is allocated when it is made (a full
+//              /dev/shm is an error then, never a SIGBUS later), so it holds every pair's
+//              connections and every window from the start. Each rank also has a window in
+//              the segment: the direct algorithms read peers' buffers, and a process cannot read
+//              another's private memory, so a direct call stages its buffers through the window
+//              (communicator.hpp).
 //
 // Example (threads):
 //   collcomm::host::world w(4);
@@ -33,7 +35,17 @@
 // still make the call (with good arguments) for its peers to finish theirs. A failure after data
 // moved — a wait that timed out, a message that does not match, a schedule bug — leaves stray
 // messages behind, so it marks the world failed: every later call on it throws errc::aborted
-// quoting the first failure (make a new world). Calls already waiting run into their own timeout.
+// quoting the first failure (make a new world). Calls already waiting run into their own timeout,
+// except after a disagreement (below), which also aborts the world.
+//
+// Disagreement. Every message and every exposure carries the fingerprint of its sender's call
+// (fingerprint.hpp); each rank counts its collective calls (next_call_seq). A rank that meets a
+// message or an exposure of another call than its own — ranks that disagree on the root, the
+// algorithm, the kind, the op, the count, the element type, or which calls they make — throws
+// errc::invalid_argument naming both ranks and both calls, and aborts the world with that text, so
+// ranks waiting anywhere throw errc::aborted within a wait slice. A rank whose part of such a call
+// needed no message may return from it; its next call meets the abort or the stale message. No
+// call returns data of another.
 //
 // Abort. abort() (any rank, any time) marks the world aborted: calls waiting on any rank throw
 // errc::aborted within a wait slice (max_slice, wait.hpp), and every later call throws it too. In
@@ -48,6 +60,7 @@
 
 #include <collcomm/config.hpp>
 #include <collcomm/error.hpp>
+#include <collcomm/fingerprint.hpp>
 #include <collcomm/host/connection.hpp>
 #include <collcomm/host/options.hpp>
 #include <collcomm/detail/shm_segment.hpp>
@@ -76,7 +89,8 @@ struct control_block {
   static constexpr std::size_t text_bytes = 1024;
   // Identity (process worlds): written by the creator before any other rank opens the segment.
   std::uint64_t magic;
-  std::int32_t nranks, channels, slots, unused;
+  std::int32_t nranks, channels, slots;
+  std::uint32_t mapped;  // ranks that mapped the segment (process_world.hpp: the last unlinks its name)
   std::uint64_t slot_bytes, window_bytes, token;
   alignas(64) std::uint32_t failed;  // a failure after data moved
   std::uint32_t failure_ready;
@@ -99,6 +113,7 @@ struct alignas(64) rank_info {
   std::uint64_t status_seq;  // the split whose status this is
   std::int32_t status;       // 0 ok, else failed (status_text says why)
   char status_text[text_bytes];
+  char segment_name[128];  // a split's leader: the name of the segment it created
 };
 
 // What a rank exposes for one call on one channel in a process world: offsets from the segment's
@@ -108,41 +123,52 @@ struct alignas(64) shared_exposed {
   index_t in_elems;
   std::int64_t out_off;
   index_t out_elems;
-  element_kind elem;
+  call_fingerprint call;
 };
 
 struct padded_counter {
   alignas(64) std::uint64_t value;
 };
 
+// Words of a bitmap of ranks.
+constexpr std::size_t sender_words(int nranks) noexcept { return (static_cast<std::size_t>(nranks) + 63) / 64; }
+
 // Offsets of everything in a process world's segment, the same in every process for the same
 // (nranks, options).
 struct segment_layout {
-  std::size_t control = 0, info = 0, doorbells = 0, arrivals = 0, exposed = 0;
+  std::size_t control = 0, info = 0, doorbells = 0, arrivals = 0, exposed = 0, senders = 0;
   std::size_t control_end = 0;  // everything before the connections: allocated at creation
   std::size_t connections = 0, connection_bytes = 0, windows = 0, window_bytes = 0, total = 0;
 
-  segment_layout(int nranks, const options& o) {
+  // Throws errc::invalid_argument on `rank` when a size does not fit in 64 bits.
+  segment_layout(int nranks, const options& o, const char* where = "host::world", int rank = no_rank) {
+    const collcomm::detail::option_sizes z(where, rank,
+                                           "argument 'nranks' and options 'channels', 'slots', "
+                                           "'slot_bytes', 'window_bytes'");
     const std::size_t n = static_cast<std::size_t>(nranks), nc = static_cast<std::size_t>(o.channels);
-    auto up = [](std::size_t x, std::size_t a) { return (x + a - 1) / a * a; };
     std::size_t at = 0;
     control = at;
-    at = up(at + sizeof(control_block), 64);
+    at = z.align_up(at + sizeof(control_block), 64);
     info = at;
-    at = up(at + n * sizeof(rank_info), 64);
+    at = z.align_up(z.add(at, z.mul(n, sizeof(rank_info))), 64);
     doorbells = at;
-    at = up(at + n * sizeof(doorbell), 64);
+    at = z.align_up(z.add(at, z.mul(n, sizeof(doorbell))), 64);
     arrivals = at;  // (channel, rank), plus a control channel (index channels) for split and dup
-    at = up(at + (nc + 1) * n * sizeof(padded_counter), 64);
+    at = z.align_up(z.add(at, z.mul(z.mul(nc + 1, n), sizeof(padded_counter))), 64);
     exposed = at;
-    at = up(at + nc * n * sizeof(shared_exposed), 64);
-    control_end = up(at, 4096);
+    at = z.align_up(z.add(at, z.mul(z.mul(nc, n), sizeof(shared_exposed))), 64);
+    senders = at;
+    at = z.align_up(z.add(at, z.mul(z.mul(z.mul(nc, n), sender_words(nranks)), sizeof(std::uint64_t))), 64);
+    control_end = z.align_up(at, 4096);
     connections = control_end;
-    connection_bytes = up(connection::block_bytes(o.slots, o.slot_bytes), 64);
-    at = connections + nc * n * n * connection_bytes;
-    windows = up(at, 4096);
-    window_bytes = up(o.window_bytes, 4096);
-    total = windows + n * window_bytes;
+    connection_bytes = z.align_up(
+        z.add(connection::counter_bytes,
+              z.mul(z.add(connection::header_bytes, z.align_up(o.slot_bytes, 64)), static_cast<std::size_t>(o.slots))),
+        64);
+    at = z.add(connections, z.mul(z.mul(z.mul(nc, n), n), connection_bytes));
+    windows = z.align_up(at, 4096);
+    window_bytes = z.align_up(o.window_bytes, 4096);
+    total = z.add(windows, z.mul(n, window_bytes));
   }
 };
 
@@ -166,6 +192,13 @@ class world {
       bad("option 'channels' = " + std::to_string(opt.channels) + " is out of range [1, 64]");
     if (opt.window_bytes < 4096)
       bad("option 'window_bytes' = " + std::to_string(opt.window_bytes) + " is out of range [4096, 2^40]");
+    // A connection's slots are one allocation (threads) or one stretch of the segment (processes).
+    const std::size_t block = connection::block_bytes(opt.slots, opt.slot_bytes);
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0 && block / static_cast<std::size_t>(page) >= static_cast<std::size_t>(pages))
+      bad("options 'slots' x 'slot_bytes' = " + std::to_string(opt.slots) + " x " + std::to_string(opt.slot_bytes) +
+          " make each connection " + std::to_string(block) + " bytes, more than this host's memory (" +
+          std::to_string(static_cast<std::size_t>(pages) * static_cast<std::size_t>(page)) + " bytes)");
   }
 
   // A world of `nranks` threads of this process. Throws errc::invalid_argument, naming the
@@ -177,9 +210,11 @@ class world {
     own_control_ = std::make_unique<detail::control_block>();
     own_arrivals_ = std::make_unique<detail::padded_counter[]>((nc + 1) * n);
     own_exposed_ = std::make_unique<exposed_buffers[]>(nc * n);
+    own_senders_ = std::make_unique<std::uint64_t[]>(nc * n * detail::sender_words(nranks));  // zeroed
     own_doorbells_ = std::make_unique<detail::doorbell[]>(n);
     control_ = own_control_.get();
     arrivals_ = own_arrivals_.get();
+    senders_ = own_senders_.get();
     doorbells_ = own_doorbells_.get();
     scratch_ = std::make_unique<scratch_slot[]>(n);
   }
@@ -195,6 +230,7 @@ class world {
     doorbells_ = reinterpret_cast<detail::doorbell*>(b + layout_.doorbells);
     arrivals_ = reinterpret_cast<detail::padded_counter*>(b + layout_.arrivals);
     shared_exposed_ = reinterpret_cast<detail::shared_exposed*>(b + layout_.exposed);
+    senders_ = reinterpret_cast<std::uint64_t*>(b + layout_.senders);
     scratch_ = std::make_unique<scratch_slot[]>(static_cast<std::size_t>(nranks));
     info_[rank].pid = static_cast<std::int64_t>(::getpid());
     seg_.lock_rank(rank);
@@ -262,12 +298,34 @@ class world {
     return s.memory.get();
   }
 
+  // The sequence number of rank `rank`'s next collective call on this world (from 0), counted:
+  // every rank makes every collective call, in the same order (fingerprint.hpp).
+  std::uint64_t next_call_seq(int rank) noexcept { return scratch_[static_cast<std::size_t>(rank)].calls++; }
+
   // ---- failure -----------------------------------------------------------------------------------
   // Throws errc::internal/timeout/... after marking the world failed (see Failures above).
   [[noreturn]] void fail(errc code, const char* what, int rank, const std::string& msg) {
     const std::string text = collcomm::detail::format_error(what, rank, msg);
     record(control_->failed, control_->failure_ready, control_->failure, text);
     throw error(code, rank, text);
+  }
+  // Throws errc::invalid_argument on `rank`, which is in call `mine`, after it met `theirs` of rank
+  // `peer` in `where` (a message, an exposure); marks the world failed and aborts it with the same
+  // text (see Disagreement above). `fields`: differing_fields(mine, theirs), 0 when the calls agree
+  // but the message's size does not.
+  [[noreturn]] void disagree(const char* what, int rank, int peer, const call_fingerprint& mine,
+                             const call_fingerprint& theirs, unsigned fields, const std::string& where) {
+    const std::string text = collcomm::detail::format_error(
+        what, rank,
+        "rank " + std::to_string(rank) + " is in " + to_string(mine) + ", but " + where + " belongs to rank " +
+            std::to_string(peer) + "'s " + to_string(theirs) + ": the ranks disagree on " +
+            (fields != 0 ? disagreement_text(fields)
+                         : std::string("how the call splits into messages (the peers of a send_recv, or the "
+                                       "tuning's channels or slot bytes)")) +
+            "; every rank must make the same collective calls, in the same order, with the same arguments");
+    record(control_->failed, control_->failure_ready, control_->failure, text);
+    abort(no_rank, text);
+    throw error(errc::invalid_argument, rank, text);
   }
   // Throws errc::aborted when the world was aborted, or an earlier call failed after data moved.
   void check_usable(const char* what, int rank) {
@@ -326,8 +384,10 @@ class world {
   // split and dup use). Each rank counts the barriers it entered on the channel (a counter only it
   // writes, that only grows); barrier g is passed when every rank's count is >= g. Release store of
   // the own count, acquire loads of the others': everything a rank did before it entered happens
-  // before everything any rank does after it leaves.
-  void barrier(int channel, int rank, const char* what) {
+  // before everything any rank does after it leaves. `call`: the call that waits, if any; while it
+  // waits, a message of another call sent to it (a peer that runs another schedule, with no
+  // barrier to match this one) is found as check_stale finds it.
+  void barrier(int channel, int rank, const char* what, const call_fingerprint* call = nullptr) {
     const std::size_t base = static_cast<std::size_t>(channel) * static_cast<std::size_t>(nranks_);
     auto count = [&](int r) {
       return detail::sys_atomic<std::uint64_t>(arrivals_[base + static_cast<std::size_t>(r)].value);
@@ -352,35 +412,39 @@ class world {
                   "at barrier #" + std::to_string(gen) + " on channel " + std::to_string(channel) +
                       " waiting for rank(s) " + missing + " to arrive");
         },
-        [&] { watch(rank, what); });
+        [&] {
+          watch(rank, what);
+          if (call != nullptr) check_stale(channel, channel + 1, rank, *call, what, false);
+        });
   }
 
   // ---- direct access ---------------------------------------------------------------------------
-  // What a rank exposes to its peers for one call on one channel. Written by the owner before the
-  // schedule's first barrier, read by peers only after it (the barrier orders them). In a process
-  // world a peer sees the pointers translated into its own mapping of the segment, and null for
-  // memory outside the segment (a buffer that was not staged: the call's algorithm reads no
-  // peer's buffers).
-  struct alignas(64) exposed_buffers {  // a cache line each: written by one rank, read by all
+  // What a rank exposes to its peers for one call of a direct schedule on one channel, with the
+  // call's fingerprint (a peer compares it before it reads a buffer). Written by the owner before
+  // the schedule's first barrier, read by peers only after it (the barrier orders them). In a
+  // process world a peer sees the pointers translated into its own mapping of the segment, and
+  // null for memory outside the segment (a buffer that was not staged: the call's algorithm reads
+  // no peer's buffers).
+  struct alignas(64) exposed_buffers {  // lines of its own: written by one rank, read by all
     const void* in = nullptr;
     index_t in_elems = 0;
     void* out = nullptr;
     index_t out_elems = 0;
-    element_kind elem = element_kind::f32;
+    call_fingerprint call;  // the owner's call
   };
   void expose(int channel, int rank, const exposed_buffers& b) noexcept {
     if (!seg_) {
       own_exposed_[index(channel, rank)] = b;
       return;
     }
-    // A buffer outside the segment is exposed as empty: a peer that reads it anyway (ranks that
-    // disagree on the algorithm) meets the primitives' bounds check, not a wild pointer.
+    // A buffer outside the segment is exposed as empty: a peer that reads it anyway (a schedule
+    // bug) meets the primitives' bounds check, not a wild pointer.
     detail::shared_exposed& e = shared_exposed_[index(channel, rank)];
     e.in_off = offset_of(b.in);
     e.in_elems = e.in_off < 0 ? 0 : b.in_elems;
     e.out_off = offset_of(b.out);
     e.out_elems = e.out_off < 0 ? 0 : b.out_elems;
-    e.elem = b.elem;
+    e.call = b.call;
   }
   exposed_buffers exposed(int channel, int rank) const noexcept {
     if (!seg_) return own_exposed_[index(channel, rank)];
@@ -390,7 +454,7 @@ class world {
     b.in_elems = e.in_elems;
     b.out = e.out_off < 0 ? nullptr : seg_.base() + e.out_off;
     b.out_elems = e.out_elems;
-    b.elem = e.elem;
+    b.call = e.call;
     return b;
   }
 
@@ -416,18 +480,24 @@ class world {
         [&] { watch(src, what); });
     return c.data(c.own_tail());
   }
-  // Sender side: the slot returned by wait_slot holds `elems` elements of type `elem`; send it.
-  void publish(int channel, int src, int dst, index_t elems, element_kind elem) {
+  // Sender side: the slot returned by wait_slot holds `elems` elements of call `call`; send it.
+  void publish(int channel, int src, int dst, index_t elems, const call_fingerprint& call) {
     connection c = connect(channel, src, dst);
     slot_header& h = c.header(c.own_tail());
+    h.call = call;
     h.elems = elems;
-    h.elem = static_cast<std::uint32_t>(elem);
+    // Once per connection: src is among dst's senders (check_stale reads it).
+    detail::sys_atomic<std::uint64_t> word(senders_[sender_word(channel, dst) + static_cast<std::size_t>(src) / 64]);
+    const std::uint64_t bit = std::uint64_t{1} << (src % 64);
+    if ((word.load(cuda::std::memory_order_relaxed) & bit) == 0) word.fetch_or(bit, cuda::std::memory_order_release);
     c.publish();
     detail::ring(doorbell_of(dst));
   }
   // Receiver side of (channel, src -> dst): waits for the next message and returns its data.
-  // Throws errc::invalid_argument when it does not hold `elems` elements of type `elem`.
-  const std::byte* wait_message(int channel, int src, int dst, index_t elems, element_kind elem, const char* what) {
+  // Throws errc::invalid_argument when it belongs to another call than `call` (see Disagreement
+  // above), or does not hold `elems` elements.
+  const std::byte* wait_message(int channel, int src, int dst, index_t elems, const call_fingerprint& call,
+                                const char* what) {
     connection c = connect(channel, src, dst);
     detail::wait_until(
         doorbell_of(dst), opt_.timeout, [&] { return c.can_recv(); },
@@ -441,14 +511,47 @@ class world {
         [&] { watch(dst, what); });
     const std::uint64_t m = c.own_head();
     const slot_header& h = c.header(m);
-    if (h.elems != elems || h.elem != static_cast<std::uint32_t>(elem))
-      fail(errc::invalid_argument, what, dst,
-           "rank " + std::to_string(dst) + " expects " + std::to_string(elems) + " elements of " + kind_name(elem) +
-               " in message #" + std::to_string(m) + " from rank " + std::to_string(src) + " on channel " +
-               std::to_string(channel) + ", but rank " + std::to_string(src) + " sent " + std::to_string(h.elems) +
-               " elements of " + kind_name(static_cast<element_kind>(h.elem)) +
-               ": the ranks disagree on count, element type, root or peers");
+    const unsigned fields = differing_fields(call, h.call);
+    if (fields != 0 || h.elems != elems) [[unlikely]] {
+      const std::string where = "message #" + std::to_string(m) + " from rank " + std::to_string(src) + " on channel " +
+                                std::to_string(channel);
+      if (fields != 0) disagree(what, dst, src, call, h.call, fields, where);
+      disagree(what, dst, src, call, h.call, 0,
+               where + ", of " + std::to_string(h.elems) + " elements where rank " + std::to_string(dst) + " expects " +
+                   std::to_string(elems));
+    }
+    if (call.seq != call_fingerprint::p2p_seq) c.last_read_call() = call.seq + 1;
     return c.data(m);
+  }
+  // Receiver side, in collective call `call` on channels [first, last): throws as wait_message does
+  // when the next message of a connection to `dst` belongs to an earlier collective call, or to
+  // another of the same number. Every rank consumes in each collective call all messages sent to
+  // it in that call, so such a message is left over from a call whose ranks disagreed, where its
+  // receiver needed no message (ranks that each took themselves for a broadcast's root) or received
+  // from other peers: no later call may read it, and the connection it waits in may be one no
+  // later call reads. Called at the start of each collective call (at_call_start), and in barrier
+  // waits. At the start of a call it skips the connections read in the call before: what waited
+  // there before that call's messages was read, and compared, first.
+  void check_stale(int first, int last, int dst, const call_fingerprint& call, const char* what, bool at_call_start) {
+    const std::size_t words = detail::sender_words(nranks_);
+    for (int channel = first; channel < last; ++channel)
+      for (std::size_t w = 0; w < words; ++w) {
+        std::uint64_t bits = detail::sys_atomic<std::uint64_t>(senders_[sender_word(channel, dst) + w])
+                                 .load(cuda::std::memory_order_acquire);
+        for (; bits != 0; bits &= bits - 1) {
+          const int src = static_cast<int>(w * 64) + __builtin_ctzll(bits);
+          connection c = connect(channel, src, dst);
+          if (at_call_start && c.last_read_call() == call.seq) continue;
+          if (!c.can_recv()) continue;
+          const std::uint64_t m = c.own_head();
+          const call_fingerprint& theirs = c.header(m).call;
+          const unsigned fields = differing_fields(call, theirs);
+          if (theirs.seq == call_fingerprint::p2p_seq || theirs.seq > call.seq || fields == 0) continue;
+          disagree(what, dst, src, call, theirs, fields,
+                   "message #" + std::to_string(m) + " from rank " + std::to_string(src) + " on channel " +
+                       std::to_string(channel) + ", unread,");
+        }
+      }
   }
   // Receiver side: the message returned by wait_message is read; give its slot back.
   void consume(int channel, int src, int dst) {
@@ -470,6 +573,7 @@ class world {
     c->slot_bytes = o.slot_bytes;
     c->window_bytes = o.window_bytes;
     c->token = token;
+    c->mapped = 1;  // the creator
     detail::sys_atomic<std::uint64_t>(c->magic).store(detail::control_block::magic_value,
                                                       cuda::std::memory_order_release);
   }
@@ -489,9 +593,14 @@ class world {
   struct aligned_delete {
     void operator()(std::byte* p) const noexcept { ::operator delete[](p, std::align_val_t{64}); }
   };
-  struct scratch_slot {
+  struct alignas(64) scratch_slot {  // a cache line each: ranks' threads write their own
     std::unique_ptr<std::byte[], aligned_delete> memory;
+    std::uint64_t calls = 0;  // collective calls made (next_call_seq)
   };
+
+  std::size_t sender_word(int channel, int dst) const noexcept {
+    return index(channel, dst) * detail::sender_words(nranks_);
+  }
 
   std::size_t index(int channel, int rank) const noexcept {
     return static_cast<std::size_t>(channel) * static_cast<std::size_t>(nranks_) + static_cast<std::size_t>(rank);
@@ -533,24 +642,19 @@ class world {
              "; does every rank call the same collectives with the same arguments?");
   }
 
-  static const char* kind_name(element_kind k) noexcept {
-    static constexpr const char* names[] = {"f32", "f64", "f16", "bf16", "e4m3", "e5m2",
-                                            "i8",  "u8",  "i32", "u32",  "i64",  "u64"};
-    const auto i = static_cast<std::size_t>(k);
-    return i < sizeof(names) / sizeof(names[0]) ? names[i] : "an unknown type";
-  }
-
   int nranks_;
   options opt_;
   int rank_ = no_rank;  // process worlds: the rank this process drives
   // Shared state: on the heap (threads: the own_* members own it) or in the segment (processes).
   detail::control_block* control_ = nullptr;
   detail::padded_counter* arrivals_ = nullptr;  // (channel, rank): barriers entered; channels + 1 channels
+  std::uint64_t* senders_ = nullptr;            // (channel, dst, word): bitmap of the ranks that ever sent to dst
   detail::doorbell* doorbells_ = nullptr;       // (rank)
   // Threads only.
   std::unique_ptr<std::byte*[]> blocks_;  // (channel, src, dst): connection blocks, made on first use
   std::unique_ptr<detail::control_block> own_control_;
   std::unique_ptr<detail::padded_counter[]> own_arrivals_;
+  std::unique_ptr<std::uint64_t[]> own_senders_;
   std::unique_ptr<exposed_buffers[]> own_exposed_;  // (channel, rank)
   std::unique_ptr<detail::doorbell[]> own_doorbells_;
   // Processes only.
@@ -561,7 +665,7 @@ class world {
   std::chrono::steady_clock::time_point next_liveness_check_{};
   std::uint64_t split_seq_ = 0;
   // Both.
-  std::unique_ptr<scratch_slot[]> scratch_;  // (rank)
+  std::unique_ptr<scratch_slot[]> scratch_;  // (rank): each used by that rank's thread only
 };
 
 }  // namespace host

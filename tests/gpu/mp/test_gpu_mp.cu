@@ -68,11 +68,17 @@ struct job_result {
   std::vector<std::string> reports;  // what each rank wrote to its report file
 };
 
+// Whether `name` (in /dev/shm) is one of collcomm's segments, by its exact form.
+bool is_segment_name(const std::string& name) {
+  collcomm::detail::segment_name_parts parts;
+  return collcomm::detail::parse_segment_name(name, parts);
+}
+
 std::set<std::string> collcomm_shm() {
   std::set<std::string> s;
   if (DIR* d = ::opendir("/dev/shm")) {
     while (dirent* e = ::readdir(d))
-      if (std::strncmp(e->d_name, "collcomm-", 9) == 0) s.insert(e->d_name);
+      if (is_segment_name(e->d_name)) s.insert(e->d_name);
     ::closedir(d);
   }
   return s;
@@ -519,7 +525,13 @@ int fd_count() {
 int shm_mappings() {
   std::ifstream maps("/proc/self/maps");
   int k = 0;
-  for (std::string line; std::getline(maps, line);) k += line.find("/collcomm-") != std::string::npos;
+  for (std::string line; std::getline(maps, line);) {
+    const std::size_t at = line.find(" /dev/shm/");
+    if (at == std::string::npos) continue;
+    std::string name = line.substr(at + 10);
+    if (const std::size_t del = name.find(" (deleted)"); del != std::string::npos) name.resize(del);
+    k += is_segment_name(name);
+  }
   return k;
 }
 

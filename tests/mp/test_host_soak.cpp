@@ -104,7 +104,7 @@ bool is_mismatch(fault_id f) { return f >= fault_id::count; }
 
 // Every algorithm the host executor has; a kind runs those with a schedule for it.
 using algorithms = std::tuple<cc::algo::ring, cc::algo::tree, cc::algo::one_shot, cc::algo::two_shot,
-                              cc::algo::recursive_doubling, cc::algo::direct>;
+                              cc::algo::recursive_doubling, cc::algo::direct, cc::algo::linear, cc::algo::pairwise>;
 constexpr int algorithm_count = std::tuple_size_v<algorithms>;
 
 template <class F>
@@ -359,15 +359,17 @@ struct call_record {
 constexpr int phase_world = -1;  // making the world; then the index of the call, then done
 
 struct rank_record {
-  std::int32_t phase;  // read by the rank's fault thread too (atomic_ref)
+  std::int32_t phase;        // read by the rank's fault thread too (atomic_ref)
+  std::int32_t in_collcomm;  // 1 while the rank is inside a collective call (atomic_ref)
   std::int32_t world_made;
   std::int32_t world_err_code;
   std::int64_t world_err_ns;
   char world_msg[1024];
   call_record calls[max_calls + 1];
-  // The culprit of a kill or an abort: when it struck and in which phase.
+  // The culprit of a kill or an abort: when it struck, in which phase, and whether inside the call.
   std::int64_t fault_ns;
   std::int32_t fault_phase;
+  std::int32_t fault_inside;
 };
 
 template <class T>
@@ -481,7 +483,8 @@ void make_call(host_comm& comm, const call_spec& s, const T* send, T* recv) {
 // One call on this rank, as it makes it, into `rec`: its buffers poisoned, then every element of
 // the output (and of a guard after it) compared with the reference.
 template <class T>
-void run_call(host_comm& comm, const round_plan& p, int call, const call_spec& s, bool in_place, call_record& rec) {
+void run_call(host_comm& comm, const round_plan& p, int call, const call_spec& s, bool in_place, call_record& rec,
+              std::int32_t& in_collcomm) {
   const int n = p.n, r = comm.rank();
   constexpr index_t guard = 16;
   const index_t is = in_elems(s, n), os = out_elems(s, n), c = s.count;
@@ -506,9 +509,13 @@ void run_call(host_comm& comm, const round_plan& p, int call, const call_spec& s
   }
   rec.state = call_state::entered;
   rec.enter_ns = now_ns();
+  std::atomic_ref<std::int32_t> inside(in_collcomm);
   try {
+    inside.store(1);
     make_call<T>(comm, s, send, recv);
+    inside.store(0);
   } catch (const cc::error& e) {
+    inside.store(0);
     rec.end_ns = now_ns();
     rec.state = call_state::threw;
     rec.err_code = static_cast<int>(e.code()) + 1;
@@ -557,6 +564,7 @@ int run_rank(bs::tcp& boot, const round_plan& p, rank_record& me) {
   auto strike = [&] {
     me.fault_ns = now_ns();
     me.fault_phase = phase.load();
+    me.fault_inside = std::atomic_ref<std::int32_t>(me.in_collcomm).load();
   };
   auto kill_self = [&] {
     strike();
@@ -616,9 +624,9 @@ int run_rank(bs::tcp& boot, const round_plan& p, rank_record& me) {
       const call_spec& s = p.spec(r, c);
       const bool in_place = c < p.ncalls && p.in_place[r][c];
       if (s.elem == elem_id::i32)
-        run_call<std::int32_t>(*comm, p, c, s, in_place, me.calls[c]);
+        run_call<std::int32_t>(*comm, p, c, s, in_place, me.calls[c], me.in_collcomm);
       else
-        run_call<float>(*comm, p, c, s, in_place, me.calls[c]);
+        run_call<float>(*comm, p, c, s, in_place, me.calls[c], me.in_collcomm);
     }
   }
   next_phase(p.ncalls + 1);
@@ -784,11 +792,15 @@ void check_job(const round_plan& p, const job& j, shared_array<rank_record>& rec
     if (errors > 0) s << " within " << latest / 1'000'000 << " ms";
     if (timeouts > 0) s << ", " << timeouts << " by timeout";
     if (late > 0) s << ", " << late << " after the next call";
-    if (killed || is_abort(p.fault))
-      s << ", struck in "
-        << (struck_at == phase_world ? std::string("the world's making")
-            : struck_at > p.ncalls   ? std::string("the end")
-                                     : "call " + std::to_string(struck_at));
+    if (killed || is_abort(p.fault)) {
+      s << ", struck ";
+      if (struck_at == phase_world)
+        s << "while the world was made";
+      else if (struck_at > p.ncalls)
+        s << "at the end";
+      else
+        s << (culprit.fault_inside ? "inside" : "before") << " call " << struck_at;
+    }
   } else {
     s << "exact";
   }

@@ -151,8 +151,7 @@ constexpr bool runs() {
 
 // The algorithms with a schedule for kind k, and whether each runs in place.
 struct algorithm_choice {
-  int index;
-  const char* name;
+  int index;  // into `algorithms`
   bool in_place;
 };
 std::vector<algorithm_choice> algorithms_for(kind_id k) {
@@ -162,7 +161,7 @@ std::vector<algorithm_choice> algorithms_for(kind_id k) {
       with_algorithm(a, [&](auto algo) {
         using K = decltype(kind);
         using A = decltype(algo);
-        if constexpr (runs<K, A>()) out.push_back({a, A::name, cc::supports_in_place<A>});
+        if constexpr (runs<K, A>()) out.push_back({a, cc::supports_in_place<A>});
       });
     });
   return out;
@@ -294,7 +293,7 @@ round_plan draw_round(std::uint64_t seed, int index, const std::vector<fault_id>
       break;
     case fault_id::root:
       c.kind = kind_id::broadcast;
-      c.algorithm = algorithms_for(c.kind)[static_cast<std::size_t>(pick(2))].index;
+      c.algorithm = other_algorithm(c.kind, -1);
       o = c;
       o.root = (c.root + 1 + pick(p.n - 1)) % p.n;
       break;
@@ -361,7 +360,6 @@ constexpr int phase_world = -1;  // making the world; then the index of the call
 struct rank_record {
   std::int32_t phase;        // read by the rank's fault thread too (atomic_ref)
   std::int32_t in_collcomm;  // 1 while the rank is inside a collective call (atomic_ref)
-  std::int32_t world_made;
   std::int32_t world_err_code;
   std::int64_t world_err_ns;
   char world_msg[1024];
@@ -586,7 +584,6 @@ int run_rank(bs::tcp& boot, const round_plan& p, rank_record& me) {
     });
   try {
     comm.emplace(boot, p.opt);
-    me.world_made = 1;
   } catch (const cc::error& e) {
     record_world_error(me, e);
   }

@@ -135,7 +135,10 @@ class communicator<transport::host_shm> {
     // earlier call whose ranks disagreed left unread.
     const call_fingerprint call =
         make_fingerprint<K, Algo, Op, T>(is_point_to_point<K> ? 0 : w_->next_call_seq(rank_), a);
-    if constexpr (!is_point_to_point<K>) w_->check_stale(0, nc, rank_, call, K::name, true);
+    if constexpr (!is_point_to_point<K>) {
+      w_->note_call(rank_, call);
+      w_->check_stale(0, nc, rank_, call, K::name, true);
+    }
     for (int c = 0; c < nc; ++c) {
       coll_args ca = a;
       ca.rank = rank_;

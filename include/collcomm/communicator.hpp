@@ -149,6 +149,10 @@ class communicator<transport::host_shm> {
                                 op, slot_bytes);
       Algo::run(K{}, p, static_cast<const coll_args&>(ca));
     }
+    // A message of an earlier call still unread on a connection towards this rank, which this
+    // call did not read (a peer's stale message that no later call might read): found now, when
+    // every rank whose data reached this rank has finished its earlier calls.
+    if constexpr (!is_point_to_point<K>) w_->check_stale(0, nc, rank_, call, K::name, false);
   }
 
   std::shared_ptr<host::world> owner_;  // worlds of processes; a world of threads is the caller's

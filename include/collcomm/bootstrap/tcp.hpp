@@ -366,6 +366,16 @@ class tcp {
       peers_[std::size_t(who)].reset();
       abort_job(c, msg);
     }
+    if (rank_ != 0 && who == 0 && !aborting_) {
+      // Rank 0 may have closed after telling why (abort_job): that reason, if it is there, is the error.
+      aborting_ = true;
+      try {
+        bytes_t payload;
+        read_msg_member(detail::clock::now() + std::chrono::milliseconds(200), what, payload);
+      } catch (const error& e) {
+        if (std::string_view(e.what()).find("aborted by rank 0") != std::string_view::npos) throw;
+      }
+    }
     fail(c, msg);
   }
 

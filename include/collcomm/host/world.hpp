@@ -70,6 +70,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -339,20 +340,33 @@ class world {
     }
     return false;
   }
-  // Before a wait of `rank` in collective call `call` for rank `peer` reports a timeout: a peer in
-  // the same call number making another call, or already past this call (it sent everything it
-  // meant to in it, and not what `rank` waits for), is a disagreement, reported as one.
+  // Before a wait of `rank` in collective call `call` for rank `peer` reports a timeout: a rank in
+  // the same call number making another call (the peer, or a rank the peer may wait for in turn),
+  // or the peer already past this call (it sent everything it meant to in it, and not what `rank`
+  // waits for), is a disagreement, reported as one.
   void check_waited_call(const char* what, int rank, int peer, const call_fingerprint& call) {
     if (call.seq == call_fingerprint::p2p_seq) return;
-    call_fingerprint theirs;
-    if (!peer_call(peer, theirs) || theirs.seq < call.seq) return;
-    const unsigned fields = differing_fields(call, theirs);
-    if (theirs.seq == call.seq && fields == 0) return;
-    disagree(what, rank, peer, call, theirs, fields,
-             theirs.seq == call.seq ? "the call rank " + std::to_string(peer) + " is making while rank " +
-                                          std::to_string(rank) + " waits for it"
-                                    : "the call rank " + std::to_string(peer) + " went on to while rank " +
-                                          std::to_string(rank) + " waits for it in call #" + std::to_string(call.seq));
+    for (int i = 0; i < nranks_; ++i) {
+      const int r = (peer + i) % nranks_;  // the awaited peer first
+      call_fingerprint theirs;
+      if (r == rank || !peer_call(r, theirs) || theirs.seq < call.seq) continue;
+      const unsigned fields = differing_fields(call, theirs);
+      if (theirs.seq == call.seq && fields != 0)
+        disagree(what, rank, r, call, theirs, fields,
+                 "the call rank " + std::to_string(r) + " is making while rank " + std::to_string(rank) +
+                     " waits (for rank " + std::to_string(peer) + ")");
+      if (r == peer && theirs.seq > call.seq)
+        disagree(what, rank, r, call, theirs, fields,
+                 "the call rank " + std::to_string(r) + " went on to while rank " + std::to_string(rank) +
+                     " waits for it in call #" + std::to_string(call.seq));
+    }
+    // A rank still in an earlier call may be about to find the disagreement (its wait began first):
+    // give its report a moment to arrive before this one reports a plain timeout.
+    const auto until = std::chrono::steady_clock::now() +
+                       std::min<std::chrono::milliseconds>(opt_.timeout / 4, std::chrono::milliseconds(200));
+    while (!is_aborted() && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (is_aborted()) throw_aborted(what, rank);
   }
 
   // ---- failure -----------------------------------------------------------------------------------
@@ -522,11 +536,12 @@ class world {
 
   // ---- messages --------------------------------------------------------------------------------
   // Sender side of (channel, src -> dst): waits for a free slot and returns its data.
-  std::byte* wait_slot(int channel, int src, int dst, const char* what) {
+  std::byte* wait_slot(int channel, int src, int dst, const char* what, const call_fingerprint* call = nullptr) {
     connection c = connect(channel, src, dst);
     detail::wait_until(
         doorbell_of(src), opt_.timeout, [&] { return c.can_send(); },
         [&] {
+          if (call != nullptr) check_waited_call(what, src, dst, *call);
           timeout(what, src,
                   "waiting for rank " + std::to_string(dst) + " to free a slot on channel " + std::to_string(channel) +
                       " (connection " + std::to_string(src) + " -> " + std::to_string(dst) + ": all " +
@@ -586,9 +601,10 @@ class world {
   // it in that call, so such a message is left over from a call whose ranks disagreed, where its
   // receiver needed no message (ranks that each took themselves for a broadcast's root) or received
   // from other peers: no later call may read it, and the connection it waits in may be one no
-  // later call reads. Called at the start of each collective call (at_call_start), and in barrier
-  // waits. At the start of a call it skips the connections read in the call before: what waited
-  // there before that call's messages was read, and compared, first.
+  // later call reads. Called at the start of each collective call (at_call_start), in barrier
+  // waits, and at the end of each collective call. It skips the connections read in the call
+  // before (at the start) or in this call (later): what waited there before the messages read was
+  // read, and compared, first.
   void check_stale(int first, int last, int dst, const call_fingerprint& call, const char* what, bool at_call_start) {
     const std::size_t words = detail::sender_words(nranks_);
     for (int channel = first; channel < last; ++channel)
@@ -598,7 +614,9 @@ class world {
         for (; bits != 0; bits &= bits - 1) {
           const int src = static_cast<int>(w * 64) + __builtin_ctzll(bits);
           connection c = connect(channel, src, dst);
-          if (at_call_start && c.last_read_call() == call.seq) continue;
+          // Read in the previous call (at its start) or in this one (later): what is left behind
+          // the messages read there belongs to this call or a later one.
+          if (c.last_read_call() == (at_call_start ? call.seq : call.seq + 1)) continue;
           if (!c.can_recv()) continue;
           const std::uint64_t m = c.own_head();
           const call_fingerprint& theirs = c.header(m).call;

@@ -135,7 +135,10 @@ class communicator<transport::host_shm> {
     // earlier call whose ranks disagreed left unread.
     const call_fingerprint call =
         make_fingerprint<K, Algo, Op, T>(is_point_to_point<K> ? 0 : w_->next_call_seq(rank_), a);
-    if constexpr (!is_point_to_point<K>) w_->check_stale(0, nc, rank_, call, K::name, true);
+    if constexpr (!is_point_to_point<K>) {
+      w_->note_call(rank_, call);
+      w_->check_stale(0, nc, rank_, call, K::name, true);
+    }
     for (int c = 0; c < nc; ++c) {
       coll_args ca = a;
       ca.rank = rank_;
@@ -146,6 +149,10 @@ class communicator<transport::host_shm> {
                                 op, slot_bytes);
       Algo::run(K{}, p, static_cast<const coll_args&>(ca));
     }
+    // A message of an earlier call still unread on a connection towards this rank, which this
+    // call did not read (a peer's stale message that no later call might read): found now, when
+    // every rank whose data reached this rank has finished its earlier calls.
+    if constexpr (!is_point_to_point<K>) w_->check_stale(0, nc, rank_, call, K::name, false);
   }
 
   std::shared_ptr<host::world> owner_;  // worlds of processes; a world of threads is the caller's

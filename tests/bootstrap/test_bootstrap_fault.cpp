@@ -577,3 +577,33 @@ TEST_CASE("env: rank 0 with a derived token on a wildcard address warns once on 
   CHECK(err.find("0.0.0.0") != std::string::npos);
   CHECK(err.find("COLLCOMM_JOB_TOKEN") != std::string::npos);
 }
+
+TEST_CASE("tcp bootstrap: a rank that dies after joining is named in every other rank's error, not rank 0") {
+  auto id = bs::unique_id::create();
+  // Ranks 0 and 1 all_gather; rank 2 joins and is SIGKILLed. Rank 0 finds its connection closed
+  // and must tell rank 1 which rank was lost (rank 1 would otherwise see rank 0's relay fail).
+  auto gather = [&](int r) {
+    return [&, r] {
+      if (r != 0) bs::release_listener(id);
+      bs::tcp b(id, r, 3, 3s);
+      if (r == 2) ::kill(::getpid(), SIGKILL);
+      std::this_thread::sleep_for(200ms);
+      std::byte in[8]{}, out[24];
+      try {
+        b.all_gather(in, out);
+        std::fprintf(stderr, "rank %d: all_gather succeeded without rank 2\n", r);
+        return 70;
+      } catch (const collcomm::error& e) {
+        const std::string what = e.what();
+        std::fprintf(stderr, "rank %d saw: %s\n", r, e.what());
+        if (what.find("rank 2") == std::string::npos) return 71;
+        if (r == 1 && what.find("aborted by rank 0") == std::string::npos) return 72;
+        return 0;
+      }
+    };
+  };
+  auto codes = run_procs({gather(0), gather(1), gather(2)}, [&] { bs::release_listener(id); });
+  CHECK(codes[0] == 0);
+  CHECK(codes[1] == 0);
+  CHECK(codes[2] == -1);  // killed
+}

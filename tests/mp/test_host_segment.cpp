@@ -452,3 +452,47 @@ TEST_CASE("stale segments: a job killed whole while it dups leaves nothing after
   const auto leaked = leaked_segments(before);
   CHECK_MESSAGE(leaked.empty(), "segments left in /dev/shm: " << (leaked.empty() ? "" : *leaked.begin()));
 }
+
+// Rank 0 creates the world's segment, but rank 2 is gone before the exchange that hands its name
+// out (it took part in the hello, then exited): rank 0 itself must remove the name it made.
+TEST_CASE("a rank that leaves before the segment's name is handed out: its creator removes the name") {
+  auto id = cc::bootstrap::unique_id::create();
+  cc::host::options opt;
+  opt.window_bytes = 1 << 20;
+  opt.timeout = std::chrono::seconds(2);
+  std::vector<pid_t> pids;
+  for (int r = 0; r < 3; ++r) {
+    const pid_t p = ::fork();
+    REQUIRE(p >= 0);
+    if (p == 0) {
+      if (r != 0) cc::bootstrap::release_listener(id);
+      cc::bootstrap::tcp boot(id, r, 3, std::chrono::seconds(5));
+      if (r == 2) {  // the hello of make_process_world, with the same options, then gone
+        cc::host::detail::hello_record h{0, ::getpid(), opt.channels, opt.slots, opt.slot_bytes, opt.window_bytes};
+        std::vector<std::byte> all(3 * sizeof h);
+        boot.all_gather(std::span<const std::byte>(reinterpret_cast<const std::byte*>(&h), sizeof h), all);
+        ::_exit(0);
+      }
+      try {
+        host_comm comm(boot, opt);
+        ::_exit(70);  // a world without rank 2
+      } catch (const cc::error& e) {
+        ::_exit(std::string(e.what()).find("rank 2") == std::string::npos ? 71 : 0);
+      }
+    }
+    pids.push_back(p);
+  }
+  cc::bootstrap::release_listener(id);
+  for (int r = 0; r < 3; ++r) {
+    int st = 0;
+    ::waitpid(pids[static_cast<std::size_t>(r)], &st, 0);
+    CHECK_MESSAGE((WIFEXITED(st) && WEXITSTATUS(st) == 0), "rank " << r);
+  }
+  const std::string mine = "collcomm-" + std::to_string(pids[0]) + "-";
+  int left = 0;
+  if (DIR* d = ::opendir("/dev/shm")) {
+    while (dirent* e = ::readdir(d)) left += std::string(e->d_name).rfind(mine, 0) == 0;
+    ::closedir(d);
+  }
+  CHECK(left == 0);
+}

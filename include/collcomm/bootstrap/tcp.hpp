@@ -352,15 +352,31 @@ class tcp {
     if (r != detail::io::ok) io_fail(r, to, "send to");
   }
 
+  // A connection that failed. On rank 0 (outside abort_job) the job fails with it: every other rank
+  // is told which rank was lost, instead of finding rank 0's relay gone later and blaming rank 0.
   [[noreturn]] void io_fail(detail::io r, int who, const char* what) {
     failed_ = true;
-    if (r == detail::io::timeout)
-      fail(errc::timeout, std::string(what) + " rank " + std::to_string(who) + " timed out after " +
-                              std::to_string(timeout_.count()) + " ms");
-    if (r == detail::io::closed)
-      fail(errc::aborted,
-           std::string(what) + " rank " + std::to_string(who) + ": connection closed (rank exited or failed)");
-    fail(errc::system, detail::errno_text((std::string(what) + " rank " + std::to_string(who)).c_str()));
+    const std::string peer = std::string(what) + " rank " + std::to_string(who);
+    const errc c = r == detail::io::timeout ? errc::timeout : r == detail::io::closed ? errc::aborted : errc::system;
+    const std::string msg = r == detail::io::timeout
+                                ? peer + " timed out after " + std::to_string(timeout_.count()) + " ms"
+                            : r == detail::io::closed ? peer + ": connection closed (rank exited or failed)"
+                                                      : detail::errno_text(peer.c_str());
+    if (rank_ == 0 && !aborting_ && who > 0 && who < size_) {
+      peers_[std::size_t(who)].reset();
+      abort_job(c, msg);
+    }
+    if (rank_ != 0 && who == 0 && !aborting_) {
+      // Rank 0 may have closed after telling why (abort_job): that reason, if it is there, is the error.
+      aborting_ = true;
+      try {
+        bytes_t payload;
+        read_msg_member(detail::clock::now() + std::chrono::milliseconds(200), what, payload);
+      } catch (const error& e) {
+        if (std::string_view(e.what()).find("aborted by rank 0") != std::string_view::npos) throw;
+      }
+    }
+    fail(c, msg);
   }
 
   // Reads one whole message from fd, checking it against this job.
@@ -383,6 +399,7 @@ class tcp {
   // Tells every connected rank, and `also` (a connection that authenticated but did not join),
   // why the job failed, then throws the same here.
   [[noreturn]] void abort_job(errc c, const std::string& msg, int also = -1) {
+    aborting_ = true;  // a send below that fails is not another job failure (io_fail)
     std::string full = collcomm::detail::format_error("bootstrap::tcp", 0, msg);
     bytes_t p(1 + full.size());
     p[0] = std::byte(static_cast<unsigned char>(c));
@@ -734,6 +751,7 @@ class tcp {
   std::string root_;
   bool active_ = false;
   bool failed_ = false;
+  bool aborting_ = false;
   std::vector<detail::fd_owner> peers_;  // rank 0: one per rank (peers_[0] unused); others: peers_[0] = root
   std::vector<bool> bye_;
   std::vector<std::deque<bytes_t>> gather_q_;  // rank 0: contributions received ahead, per rank

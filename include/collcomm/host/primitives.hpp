@@ -272,7 +272,7 @@ class primitives {
   void send_values(peers to, const T* v, index_t n, const char* prim) {
     for (int p : to) {
       check_peer(p, prim);
-      std::byte* slot = w_.wait_slot(channel_, rank_, p, what_);
+      std::byte* slot = w_.wait_slot(channel_, rank_, p, what_, &call_);
       std::memcpy(slot, static_cast<const void*>(v), n * sizeof(T));
       w_.publish(channel_, rank_, p, n, call_);
     }

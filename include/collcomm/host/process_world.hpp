@@ -140,7 +140,14 @@ std::shared_ptr<world> make_process_world(B& boot, options opt = {}) {
       detail::set_text(made.status, e.what());
     }
   }
-  const auto made_all = collcomm::detail::all_gather_records(boot, made);  // the segment exists (or not)
+  std::vector<detail::created_record> made_all;
+  try {
+    made_all = collcomm::detail::all_gather_records(boot, made);  // the segment exists (or not)
+  } catch (...) {  // a rank is gone before it learned the name: its creator removes it
+    if (r == 0 && made.name[0] != '\0')
+      collcomm::detail::shm_segment::unlink(std::string(made.name, strnlen(made.name, sizeof made.name)));
+    throw;
+  }
   const std::string name(made_all[0].name, strnlen(made_all[0].name, sizeof made.name));
   try {
     if (made_all[0].status[0] != '\0')

@@ -70,6 +70,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -130,13 +131,21 @@ struct padded_counter {
   alignas(64) std::uint64_t value;
 };
 
+// The collective call a rank is in (world::note_call), for a peer that timed out waiting for it:
+// written by its owner at the start of every collective call, read by others only then. `version`
+// is odd while the owner writes (a seqlock).
+struct alignas(64) current_call {
+  std::uint64_t version;
+  call_fingerprint call;
+};
+
 // Words of a bitmap of ranks.
 constexpr std::size_t sender_words(int nranks) noexcept { return (static_cast<std::size_t>(nranks) + 63) / 64; }
 
 // Offsets of everything in a process world's segment, the same in every process for the same
 // (nranks, options).
 struct segment_layout {
-  std::size_t control = 0, info = 0, doorbells = 0, arrivals = 0, exposed = 0, senders = 0;
+  std::size_t control = 0, info = 0, doorbells = 0, arrivals = 0, exposed = 0, senders = 0, calls = 0;
   std::size_t control_end = 0;  // everything before the connections: allocated at creation
   std::size_t connections = 0, connection_bytes = 0, windows = 0, window_bytes = 0, total = 0;
 
@@ -159,6 +168,8 @@ struct segment_layout {
     at = z.align_up(z.add(at, z.mul(z.mul(nc, n), sizeof(shared_exposed))), 64);
     senders = at;
     at = z.align_up(z.add(at, z.mul(z.mul(z.mul(nc, n), sender_words(nranks)), sizeof(std::uint64_t))), 64);
+    calls = at;
+    at = z.align_up(z.add(at, z.mul(n, sizeof(current_call))), 64);
     control_end = z.align_up(at, 4096);
     connections = control_end;
     connection_bytes = z.align_up(
@@ -215,6 +226,8 @@ class world {
     control_ = own_control_.get();
     arrivals_ = own_arrivals_.get();
     senders_ = own_senders_.get();
+    own_calls_ = std::make_unique<detail::current_call[]>(n);
+    calls_ = own_calls_.get();
     doorbells_ = own_doorbells_.get();
     scratch_ = std::make_unique<scratch_slot[]>(n);
   }
@@ -231,6 +244,7 @@ class world {
     arrivals_ = reinterpret_cast<detail::padded_counter*>(b + layout_.arrivals);
     shared_exposed_ = reinterpret_cast<detail::shared_exposed*>(b + layout_.exposed);
     senders_ = reinterpret_cast<std::uint64_t*>(b + layout_.senders);
+    calls_ = reinterpret_cast<detail::current_call*>(b + layout_.calls);
     scratch_ = std::make_unique<scratch_slot[]>(static_cast<std::size_t>(nranks));
     info_[rank].pid = static_cast<std::int64_t>(::getpid());
     seg_.lock_rank(rank);
@@ -301,6 +315,59 @@ class world {
   // The sequence number of rank `rank`'s next collective call on this world (from 0), counted:
   // every rank makes every collective call, in the same order (fingerprint.hpp).
   std::uint64_t next_call_seq(int rank) noexcept { return scratch_[static_cast<std::size_t>(rank)].calls++; }
+
+  // Rank `rank` starts collective call `call` (note_call), and the call rank `peer` is in, if it
+  // could be read (peer_call: a few tries of the seqlock).
+  void note_call(int rank, const call_fingerprint& call) noexcept {
+    detail::current_call& c = calls_[rank];
+    auto v = detail::sys_atomic<std::uint64_t>(c.version);
+    const std::uint64_t was = v.load(cuda::std::memory_order_relaxed);
+    v.store(was + 1, cuda::std::memory_order_relaxed);
+    cuda::std::atomic_thread_fence(cuda::std::memory_order_release);
+    std::memcpy(static_cast<void*>(&c.call), &call, sizeof call);
+    v.store(was + 2, cuda::std::memory_order_release);
+  }
+  bool peer_call(int peer, call_fingerprint& out) const noexcept {
+    detail::current_call& c = calls_[peer];
+    auto v = detail::sys_atomic<std::uint64_t>(c.version);
+    for (int tries = 0; tries < 100; ++tries) {
+      const std::uint64_t a = v.load(cuda::std::memory_order_acquire);
+      if (a == 0) return false;  // no collective call yet
+      if (a & 1) continue;
+      std::memcpy(static_cast<void*>(&out), &c.call, sizeof out);
+      cuda::std::atomic_thread_fence(cuda::std::memory_order_acquire);
+      if (v.load(cuda::std::memory_order_relaxed) == a) return true;
+    }
+    return false;
+  }
+  // Before a wait of `rank` in collective call `call` for rank `peer` reports a timeout: a rank in
+  // the same call number making another call (the peer, or a rank the peer may wait for in turn),
+  // or the peer already past this call (it sent everything it meant to in it, and not what `rank`
+  // waits for), is a disagreement, reported as one.
+  void check_waited_call(const char* what, int rank, int peer, const call_fingerprint& call) {
+    if (call.seq == call_fingerprint::p2p_seq) return;
+    for (int i = 0; i < nranks_; ++i) {
+      const int r = (peer + i) % nranks_;  // the awaited peer first
+      call_fingerprint theirs;
+      if (r == rank || !peer_call(r, theirs) || theirs.seq < call.seq) continue;
+      const unsigned fields = differing_fields(call, theirs);
+      if (theirs.seq == call.seq && fields != 0)
+        disagree(what, rank, r, call, theirs, fields,
+                 "the call rank " + std::to_string(r) + " is making while rank " + std::to_string(rank) +
+                     " waits (for rank " + std::to_string(peer) + ")");
+      if (r == peer && theirs.seq > call.seq)
+        disagree(what, rank, r, call, theirs, fields,
+                 "the call rank " + std::to_string(r) + " went on to while rank " + std::to_string(rank) +
+                     " waits for it in call #" + std::to_string(call.seq));
+    }
+    // A rank still in an earlier call may be about to find the disagreement (its wait began first):
+    // give its report a moment to arrive before this one reports a plain timeout.
+    const auto until = std::chrono::steady_clock::now() +
+                       std::min<std::chrono::milliseconds>(opt_.timeout / 4, std::chrono::milliseconds(200));
+    while (!is_aborted() && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (is_aborted()) throw_aborted(what, rank);
+  }
 
   // ---- failure -----------------------------------------------------------------------------------
   // Throws errc::internal/timeout/... after marking the world failed (see Failures above).
@@ -404,6 +471,9 @@ class world {
     detail::wait_until(
         doorbell_of(rank), opt_.timeout, all_arrived,
         [&] {
+          if (call != nullptr)
+            for (int r = 0; r < nranks_; ++r)
+              if (count(r).load(cuda::std::memory_order_acquire) < gen) check_waited_call(what, rank, r, *call);
           std::string missing;
           for (int r = 0; r < nranks_; ++r)
             if (count(r).load(cuda::std::memory_order_acquire) < gen)
@@ -466,11 +536,12 @@ class world {
 
   // ---- messages --------------------------------------------------------------------------------
   // Sender side of (channel, src -> dst): waits for a free slot and returns its data.
-  std::byte* wait_slot(int channel, int src, int dst, const char* what) {
+  std::byte* wait_slot(int channel, int src, int dst, const char* what, const call_fingerprint* call = nullptr) {
     connection c = connect(channel, src, dst);
     detail::wait_until(
         doorbell_of(src), opt_.timeout, [&] { return c.can_send(); },
         [&] {
+          if (call != nullptr) check_waited_call(what, src, dst, *call);
           timeout(what, src,
                   "waiting for rank " + std::to_string(dst) + " to free a slot on channel " + std::to_string(channel) +
                       " (connection " + std::to_string(src) + " -> " + std::to_string(dst) + ": all " +
@@ -502,6 +573,7 @@ class world {
     detail::wait_until(
         doorbell_of(dst), opt_.timeout, [&] { return c.can_recv(); },
         [&] {
+          check_waited_call(what, dst, src, call);
           timeout(what, dst,
                   "waiting for message #" + std::to_string(c.own_head()) + " from rank " + std::to_string(src) +
                       " on channel " + std::to_string(channel) + " (connection " + std::to_string(src) + " -> " +
@@ -529,9 +601,10 @@ class world {
   // it in that call, so such a message is left over from a call whose ranks disagreed, where its
   // receiver needed no message (ranks that each took themselves for a broadcast's root) or received
   // from other peers: no later call may read it, and the connection it waits in may be one no
-  // later call reads. Called at the start of each collective call (at_call_start), and in barrier
-  // waits. At the start of a call it skips the connections read in the call before: what waited
-  // there before that call's messages was read, and compared, first.
+  // later call reads. Called at the start of each collective call (at_call_start), in barrier
+  // waits, and at the end of each collective call. It skips the connections read in the call
+  // before (at the start) or in this call (later): what waited there before the messages read was
+  // read, and compared, first.
   void check_stale(int first, int last, int dst, const call_fingerprint& call, const char* what, bool at_call_start) {
     const std::size_t words = detail::sender_words(nranks_);
     for (int channel = first; channel < last; ++channel)
@@ -541,7 +614,9 @@ class world {
         for (; bits != 0; bits &= bits - 1) {
           const int src = static_cast<int>(w * 64) + __builtin_ctzll(bits);
           connection c = connect(channel, src, dst);
-          if (at_call_start && c.last_read_call() == call.seq) continue;
+          // Read in the previous call (at its start) or in this one (later): what is left behind
+          // the messages read there belongs to this call or a later one.
+          if (c.last_read_call() == (at_call_start ? call.seq : call.seq + 1)) continue;
           if (!c.can_recv()) continue;
           const std::uint64_t m = c.own_head();
           const call_fingerprint& theirs = c.header(m).call;
@@ -648,8 +723,10 @@ class world {
   // Shared state: on the heap (threads: the own_* members own it) or in the segment (processes).
   detail::control_block* control_ = nullptr;
   detail::padded_counter* arrivals_ = nullptr;  // (channel, rank): barriers entered; channels + 1 channels
-  std::uint64_t* senders_ = nullptr;            // (channel, dst, word): bitmap of the ranks that ever sent to dst
-  detail::doorbell* doorbells_ = nullptr;       // (rank)
+  detail::current_call* calls_ = nullptr;       // (rank): the collective call each rank is in
+  std::unique_ptr<detail::current_call[]> own_calls_;
+  std::uint64_t* senders_ = nullptr;       // (channel, dst, word): bitmap of the ranks that ever sent to dst
+  detail::doorbell* doorbells_ = nullptr;  // (rank)
   // Threads only.
   std::unique_ptr<std::byte*[]> blocks_;  // (channel, src, dst): connection blocks, made on first use
   std::unique_ptr<detail::control_block> own_control_;

@@ -208,4 +208,25 @@ inline std::uint64_t fresh_seed(const char* what) {
   return s;
 }
 
+// This process's open descriptors (by /proc/self/fd).
+inline int count_fds() {
+  int n = 0;
+  if (DIR* d = ::opendir("/proc/self/fd")) {
+    while (dirent* e = ::readdir(d))
+      if (e->d_name[0] != '.') ++n;
+    ::closedir(d);
+  }
+  return n - 1;  // the directory's own descriptor
+}
+
+// all_reduce(sum) of `value` over comm, with algorithm A, checked against `want` for every element.
+template <class A>
+bool sum_is(host_comm& comm, double value, double want, std::size_t count = 1000) {
+  std::vector<double> v(count, value), out(count, -1.0);
+  collcomm::all_reduce<A>(comm, v.data(), out.data(), count, collcomm::op::sum{});
+  for (double x : out)
+    if (x != want) return false;
+  return true;
+}
+
 }  // namespace collcomm_test::mp

@@ -104,14 +104,6 @@ class mirror_bootstrap {
   int n_;
 };
 
-bool ring_sum_is(host_comm& comm, double value, double want, std::size_t count) {
-  std::vector<double> v(count, value), out(count, -1.0);
-  cc::all_reduce<cc::algo::ring>(comm, v.data(), out.data(), count, cc::op::sum{});
-  for (double x : out)
-    if (x != want) return false;
-  return true;
-}
-
 }  // namespace
 
 TEST_CASE("segment names: squatted names of the derived scheme do not block split and dup; dups' names are unrelated") {
@@ -141,7 +133,8 @@ TEST_CASE("segment names: squatted names of the derived scheme do not block spli
                             static_cast<unsigned long long>(comm.host_world().token()), seq, leader);
               if (squat(name)) squatted.push_back(name);
             }
-        if (!ring_sum_is(comm, 1, n, 100)) return child_fail(me, r, 11, "all_reduce wrong");  // squatted by now
+        if (!sum_is<cc::algo::ring>(comm, 1, n, 100))
+          return child_fail(me, r, 11, "all_reduce wrong");  // squatted by now
         int code = 0;
         try {
           auto d1 = comm.dup();
@@ -156,8 +149,8 @@ TEST_CASE("segment names: squatted names of the derived scheme do not block spli
           } else if (random_part(n1) == random_part(n2) || random_part(n1) == random_part(parent)) {
             code = child_fail(me, r, 14, "names share their random part: %s, %s, %s", parent.c_str(), n1.c_str(),
                               n2.c_str());
-          } else if (!half || !ring_sum_is(d1, 1, n, 100) || !ring_sum_is(d2, 2, 2 * n, 100) ||
-                     !ring_sum_is(*half, 1, half->size(), 100)) {
+          } else if (!half || !sum_is<cc::algo::ring>(d1, 1, n, 100) || !sum_is<cc::algo::ring>(d2, 2, 2 * n, 100) ||
+                     !sum_is<cc::algo::ring>(*half, 1, half->size(), 100)) {
             code = child_fail(me, r, 15, "a collective on a dup or split is wrong");
           }
         } catch (const cc::error& e) {
@@ -225,7 +218,7 @@ TEST_CASE("options whose sizes overflow: a clean error naming them, threads and 
   // A world of threads: refused when made, not a std::bad_alloc on the first call.
   try {
     cc::host::world w(2, large);
-    cc::host::run_ranks(w, [&](host_comm& comm) { ring_sum_is(comm, 1, 2, 1000); });
+    cc::host::run_ranks(w, [&](host_comm& comm) { sum_is<cc::algo::ring>(comm, 1, 2, 1000); });
     FAIL("a world of threads with these options was made and used");
   } catch (const cc::error& e) {
     CHECK(e.code() == cc::errc::invalid_argument);
@@ -314,7 +307,8 @@ int full_shm_child() {
           while (fd >= 0 && ::write(fd, block.data(), block.size()) > 0) {}
           if (fd >= 0) ::close(fd);
         }
-        if (!ring_sum_is(comm, 1, n, 16)) return child_fail(me, r, 40, "all_reduce wrong");  // /dev/shm is full now
+        if (!sum_is<cc::algo::ring>(comm, 1, n, 16))
+          return child_fail(me, r, 40, "all_reduce wrong");  // /dev/shm is full now
         struct statvfs vfs {};
         if (r == 0 && ::statvfs("/dev/shm", &vfs) == 0 && vfs.f_bavail * vfs.f_frsize >= (1 << 16))
           return child_fail(me, r, 41, "/dev/shm did not fill up");
@@ -324,7 +318,7 @@ int full_shm_child() {
           cc::all_reduce<cc::algo::one_shot>(comm, in.data(), out.data(), in.size());
           if (out.front() != float(n) || out.back() != float(n))
             return child_fail(me, r, 43, "one_shot all_reduce wrong");
-          if (!ring_sum_is(comm, 1, n, 64 << 10)) return child_fail(me, r, 42, "ring all_reduce wrong");
+          if (!sum_is<cc::algo::ring>(comm, 1, n, 64 << 10)) return child_fail(me, r, 42, "ring all_reduce wrong");
         }
         return 0;
       },
@@ -395,7 +389,7 @@ TEST_CASE("stale segments: what a killed creator left is removed by the next wor
         n,
         [&](bs::tcp& boot, rank_report& me) {
           host_comm comm(boot);
-          return ring_sum_is(comm, 1, n, 10) ? 0 : child_fail(me, comm.rank(), 50, "all_reduce wrong");
+          return sum_is<cc::algo::ring>(comm, 1, n, 10) ? 0 : child_fail(me, comm.rank(), 50, "all_reduce wrong");
         },
         rep, 60s);
     for (int r = 0; r < n; ++r)

@@ -633,16 +633,6 @@ int run_rank(bs::tcp& boot, const round_plan& p, rank_record& me) {
 
 // ---- the parent's checks -------------------------------------------------------------------------
 
-int count_fds() {
-  int n = 0;
-  if (DIR* d = ::opendir("/proc/self/fd")) {
-    while (dirent* e = ::readdir(d))
-      if (e->d_name[0] != '.') ++n;
-    ::closedir(d);
-  }
-  return n - 1;  // the directory's own descriptor
-}
-
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 // "rank V" as a word ("rank 1" is not in "rank 12"), or V in a "rank(s) a, b" list.

@@ -16,15 +16,6 @@ namespace cc = collcomm;
 
 namespace {
 
-int count_fds() {
-  int n = 0;
-  if (DIR* d = ::opendir("/proc/self/fd")) {
-    while (dirent* e = ::readdir(d))
-      if (e->d_name[0] != '.') ++n;
-    ::closedir(d);
-  }
-  return n - 1;  // the directory's own descriptor
-}
 int count_maps() {
   std::ifstream f("/proc/self/maps");
   std::string line;
@@ -50,16 +41,6 @@ int count_segment_maps() {
   while (std::getline(f, line))
     if (!segment_of_maps_line(line).empty()) ++n;
   return n;
-}
-
-// all_reduce(sum) of `value` over comm, with algorithm A, checked against `want` for every element.
-template <class A>
-bool sum_is(host_comm& comm, double value, double want, std::size_t count = 1000) {
-  std::vector<double> v(count, value), out(count, -1.0);
-  cc::all_reduce<A>(comm, v.data(), out.data(), count, cc::op::sum{});
-  for (double x : out)
-    if (x != want) return false;
-  return true;
 }
 
 }  // namespace

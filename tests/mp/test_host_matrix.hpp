@@ -71,8 +71,8 @@ bool is_poison(const T& v) {
   return true;
 }
 
-template <class K, class A, class T, class Op>
-void call(host_comm& comm, const T* send, T* recv, collcomm::index_t count, int root) {
+template <class K, class A, class T, class Op, class Comm>
+void call(Comm& comm, const T* send, T* recv, collcomm::index_t count, int root) {
   using namespace collcomm;
   const int n = comm.size(), r = comm.rank();
   if constexpr (std::is_same_v<K, kind::all_reduce>)
@@ -97,8 +97,8 @@ void call(host_comm& comm, const T* send, T* recv, collcomm::index_t count, int 
 
 // One composition on this rank: every count, in and out of place. Returns the wrong elements seen
 // (and prints the first few); `calls` counts the calls made.
-template <class K, class A, class T, class Op>
-long run_composition(host_comm& comm, std::uint64_t seed, std::size_t slot_bytes, rank_report& rep, long& calls) {
+template <class K, class A, class T, class Op, class Comm>
+long run_composition(Comm& comm, std::uint64_t seed, std::size_t slot_bytes, rank_report& rep, long& calls) {
   using namespace collcomm;
   const int n = comm.size(), r = comm.rank();
   const index_t slot_elems = slot_bytes / sizeof(T);
@@ -186,8 +186,8 @@ long run_composition(host_comm& comm, std::uint64_t seed, std::size_t slot_bytes
 
 // The compositions of `Elements` x `Ops` (reducing kinds) or `Elements` (the others), every
 // algorithm with a schedule for the kind, for kinds selected by Pick.
-template <class Pick, class Elements, class Ops>
-int run_matrix(host_comm& comm, std::uint64_t seed, std::size_t slot_bytes, rank_report& rep, long& calls,
+template <class Pick, class Elements, class Ops, class Comm>
+int run_matrix(Comm& comm, std::uint64_t seed, std::size_t slot_bytes, rank_report& rep, long& calls,
                long& compositions) {
   long wrong = 0;
   for_each_schedule([&]<class K, class A>(std::type_identity<K>, std::type_identity<A>) {
@@ -195,14 +195,14 @@ int run_matrix(host_comm& comm, std::uint64_t seed, std::size_t slot_bytes, rank
       for_each_type(Elements{}, [&]<class T>(std::type_identity<T>) {
         if constexpr (K::reduces) {
           for_each_type(Ops{}, [&]<class Op>(std::type_identity<Op>) {
-            if constexpr (collcomm::valid_composition<K, A, collcomm::transport::host_shm, Op, T>) {
+            if constexpr (collcomm::valid_composition<K, A, typename Comm::transport_type, Op, T>) {
               ++compositions;
               wrong += run_composition<K, A, T, Op>(
                   comm, seed ^ std::hash<std::string>{}(std::string(K::name) + A::name + element_name<T>), slot_bytes,
                   rep, calls);
             }
           });
-        } else if constexpr (collcomm::valid_composition<K, A, collcomm::transport::host_shm, collcomm::op::none, T>) {
+        } else if constexpr (collcomm::valid_composition<K, A, typename Comm::transport_type, collcomm::op::none, T>) {
           ++compositions;
           wrong += run_composition<K, A, T, collcomm::op::none>(
               comm, seed ^ std::hash<std::string>{}(std::string(K::name) + A::name + element_name<T>), slot_bytes, rep,

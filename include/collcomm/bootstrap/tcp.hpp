@@ -253,6 +253,19 @@ class tcp {
   int rank() const noexcept { return rank_; }
   int size() const noexcept { return size_; }
   std::chrono::milliseconds timeout() const noexcept { return timeout_; }
+  // The job token (the secret of the unique id): transports that authenticate their own
+  // connections key their MACs with it.
+  std::uint64_t token() const noexcept { return token_; }
+  // The IPv4 address (network byte order) this process reaches the other ranks from: the local
+  // end of its connection to rank 0 (rank 0: of its connection to rank 1). 0 when unknown.
+  std::uint32_t local_ipv4() const noexcept {
+    const std::size_t i = rank_ == 0 ? 1 : 0;
+    if (i >= peers_.size() || !peers_[i]) return 0;
+    sockaddr_in a{};
+    socklen_t len = sizeof a;
+    if (::getsockname(peers_[i].get(), reinterpret_cast<sockaddr*>(&a), &len) != 0 || a.sin_family != AF_INET) return 0;
+    return a.sin_addr.s_addr;
+  }
 
   void all_gather(std::span<const std::byte> in, std::span<std::byte> out) {
     const std::size_t n = in.size();

@@ -34,7 +34,9 @@
 COLLCOMM_NAMESPACE_BEGIN
 namespace host {
 
-template <class T, class Op>
+// World: host::world (shared memory) or host::net_world<Backend> (net_world.hpp): both give the
+// message path (wait_slot, publish, wait_message, consume) and the failure reporting used here.
+template <class T, class Op, class World = world>
 class primitives {
  public:
   using value_type = T;
@@ -51,7 +53,7 @@ class primitives {
   // significant here). `what`, `algo`: for messages. `call`: the call's fingerprint, sent with
   // every message and exposed with the buffers. `slot_bytes`: the call's message bytes (at most the
   // world's options::slot_bytes).
-  primitives(world& w, const coll_args& a, const char* what, const char* algo, const call_fingerprint& call,
+  primitives(World& w, const coll_args& a, const char* what, const char* algo, const call_fingerprint& call,
              bool direct, const T* in, index_t in_elems, T* out, index_t out_elems, const Op& op,
              std::size_t slot_bytes)
       : w_(w),
@@ -274,7 +276,7 @@ class primitives {
       check_peer(p, prim);
       std::byte* slot = w_.wait_slot(channel_, rank_, p, what_, &call_);
       std::memcpy(slot, static_cast<const void*>(v), n * sizeof(T));
-      w_.publish(channel_, rank_, p, n, call_);
+      w_.publish(channel_, rank_, p, n, n * sizeof(T), call_);
     }
   }
 
@@ -321,7 +323,7 @@ class primitives {
   const T* peer_source(int r, buf_ref b, index_t n, const char* prim) const {
     check_peer(r, prim);
     if (r == rank_) return source(b, n, prim);
-    const world::exposed_buffers& e = w_.exposed(channel_, r);
+    const typename World::exposed_buffers& e = w_.exposed(channel_, r);
     if (const unsigned fields = differing_fields(call_, e.call))
       w_.disagree(what_, rank_, r, call_, e.call, fields,
                   "what rank " + std::to_string(r) + " exposes on channel " + std::to_string(channel_));
@@ -332,7 +334,7 @@ class primitives {
     return static_cast<const T*>(b.which == buffer::input ? e.in : static_cast<const void*>(e.out)) + b.offset;
   }
 
-  world& w_;
+  World& w_;
   int rank_;
   int nranks_;
   int channel_;

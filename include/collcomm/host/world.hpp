@@ -551,8 +551,9 @@ class world {
         [&] { watch(src, what); });
     return c.data(c.own_tail());
   }
-  // Sender side: the slot returned by wait_slot holds `elems` elements of call `call`; send it.
-  void publish(int channel, int src, int dst, index_t elems, const call_fingerprint& call) {
+  // Sender side: the slot returned by wait_slot holds `elems` elements (`bytes` bytes) of call
+  // `call`; send it.
+  void publish(int channel, int src, int dst, index_t elems, std::size_t /*bytes*/, const call_fingerprint& call) {
     connection c = connect(channel, src, dst);
     slot_header& h = c.header(c.own_tail());
     h.call = call;

@@ -1,0 +1,172 @@
+// collcomm/net.hpp — communicator<transport::net<Backend>>: the host executor between hosts. One
+// rank per process; host buffers; the FIFO algorithms (ring, tree, pairwise, ... and hierarchical),
+// whose messages a backend carries (net<socket>: TCP, transport/socket/connection.hpp).
+//
+//   auto boot = collcomm::bootstrap::from_env();  // or tcp / mpi
+//   collcomm::communicator<collcomm::transport::net<collcomm::transport::socket>> comm(boot);
+//   collcomm::all_reduce(comm, send, recv, count);  // host pointers
+//
+// Made collectively over a bootstrap: each rank listens on one TCP port (the interface:
+// options.socket.ifname, else COLLCOMM_SOCKET_IFNAME, else the address it reaches the bootstrap's
+// rank 0 from, else the loopback), publishes the address with a fresh nonce and its host identity,
+// and connects to a peer when a call first needs it. Connections prove the job token (the tcp
+// bootstrap's; with another bootstrap, a random key rank 0 draws and shares through it).
+#pragma once
+
+#include <collcomm/bootstrap/auth.hpp>
+#include <collcomm/bootstrap/bootstrap.hpp>
+#include <collcomm/communicator.hpp>
+#include <collcomm/config.hpp>
+#include <collcomm/error.hpp>
+#include <collcomm/fingerprint.hpp>
+#include <collcomm/host/net_world.hpp>
+#include <collcomm/host/primitives.hpp>
+#include <collcomm/kinds.hpp>
+#include <collcomm/transport/socket/connection.hpp>
+#include <collcomm/transport/tags.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+COLLCOMM_NAMESPACE_BEGIN
+
+namespace host::detail {
+// This process's host identity: the hostname, the boot id, and the network and IPC namespaces
+// (ranks in separate containers count as separate hosts), hashed; COLLCOMM_HOST_ID overrides.
+inline std::uint64_t derive_host_id() {
+  if (const char* e = std::getenv("COLLCOMM_HOST_ID"); e != nullptr && *e != '\0')
+    return bootstrap::auth::siphash24(1, 2, std::as_bytes(std::span<const char>(e, std::strlen(e)))) | 1;
+  std::string id;
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  id += name;
+  std::ifstream boot("/proc/sys/kernel/random/boot_id");
+  std::string b;
+  std::getline(boot, b);
+  id += "/" + b;
+  for (const char* ns : {"/proc/self/ns/net", "/proc/self/ns/ipc"}) {
+    struct stat st{};
+    if (::stat(ns, &st) == 0) id += "/" + std::to_string(st.st_ino);
+  }
+  return bootstrap::auth::siphash24(1, 2, std::as_bytes(std::span<const char>(id.data(), id.size()))) | 1;
+}
+}  // namespace host::detail
+
+template <class Backend>
+class communicator<transport::net<Backend>> {
+ public:
+  using transport_type = transport::net<Backend>;
+  using world_type = host::net_world<Backend>;
+
+  // This process's rank of a new communicator of boot.size() ranks: collective over the
+  // bootstrap's ranks (each makes its listener, then one all_gather). Throws errc::invalid_argument
+  // naming a bad option, errc::system when it cannot listen.
+  template <bootstrap::bootstrap_like B>
+  explicit communicator(B& boot, host::net_options opt = {}) : rank_(boot.rank()) {
+    const int n = boot.size();
+    apply_env(opt);
+    check_common_options(opt, "communicator<net>", rank_);
+    if (opt.socket.streams < 1 || opt.socket.streams > 16)
+      detail::fail(errc::invalid_argument, "communicator<net>", rank_,
+                   "option 'socket.streams' = " + std::to_string(opt.socket.streams) + " is out of range [1, 16]");
+    // The key of the connections' MACs.
+    std::uint64_t token = 0;
+    if constexpr (requires { boot.token(); }) {
+      token = boot.token();
+    } else {
+      const std::uint64_t mine = bootstrap::auth::random_u64();
+      std::vector<std::uint64_t> all(static_cast<std::size_t>(n));
+      boot.all_gather(std::as_bytes(std::span<const std::uint64_t>(&mine, 1)), std::as_writable_bytes(std::span(all)));
+      token = all[0];
+    }
+    std::uint32_t ipv4 = 0;
+    if (!opt.socket.ifname.empty()) {
+      ipv4 = transport::sockets::detail::interface_address(opt.socket.ifname);
+      if (ipv4 == 0)
+        detail::fail(errc::invalid_argument, "communicator<net>", rank_,
+                     "option 'socket.ifname' (or COLLCOMM_SOCKET_IFNAME) = '" + opt.socket.ifname +
+                         "' names no interface with an IPv4 address here");
+    } else if constexpr (requires { boot.local_ipv4(); }) {
+      ipv4 = boot.local_ipv4();
+    }
+    if (ipv4 == 0) ipv4 = htonl(INADDR_LOOPBACK);
+    auto ep = std::make_unique<transport::sockets::socket_endpoint>(rank_, n, opt.channels, opt.socket.streams, token,
+                                                                     ipv4, opt.timeout);
+    struct published {
+      transport::sockets::endpoint_address address;
+      std::uint64_t host_id;
+    };
+    published mine{ep->address(), opt.host_id != 0 ? opt.host_id : host::detail::derive_host_id()};
+    std::vector<published> all(static_cast<std::size_t>(n));
+    boot.all_gather(std::as_bytes(std::span<const published>(&mine, 1)), std::as_writable_bytes(std::span(all)));
+    std::vector<transport::sockets::endpoint_address> addresses;
+    for (const published& p : all) {
+      addresses.push_back(p.address);
+      host_ids_.push_back(p.host_id);
+    }
+    ep->set_peers(std::move(addresses));
+    w_ = std::make_shared<world_type>(rank_, n, opt, std::move(ep));
+  }
+
+  int rank() const noexcept { return rank_; }
+  int size() const noexcept { return w_->size(); }
+  world_type& net_world() const noexcept { return *w_; }
+  // Every rank's host identity, by rank (ranks with equal ids share a host).
+  const std::vector<std::uint64_t>& host_ids() const noexcept { return host_ids_; }
+
+  // Marks the communicator failed and tells the connected peers (see net_world.hpp). Never blocks.
+  void abort(const std::string& reason = {}) const noexcept { w_->abort(rank_, reason); }
+
+  template <class K, class Algo, class Tuning, class T, class Op>
+  void run(const coll_args& a, const T* in, index_t in_elems, T* out, index_t out_elems, const Op& op) const {
+    static_assert(!Algo::needs_direct, "collcomm transport axis: direct algorithms need a load/store transport");
+    w_->check_usable(K::name, rank_);
+    const int nc = Tuning::channels ? Tuning::channels : w_->opts().channels;
+    const std::size_t slot_bytes = Tuning::slot_bytes ? Tuning::slot_bytes : w_->opts().slot_bytes;
+    if (nc > w_->opts().channels)
+      detail::fail(errc::invalid_argument, K::name, rank_,
+                   "tuning's channels = " + std::to_string(nc) +
+                       " is more than the communicator's option 'channels' = " + std::to_string(w_->opts().channels));
+    if (slot_bytes > w_->opts().slot_bytes)
+      detail::fail(errc::invalid_argument, K::name, rank_,
+                   "tuning's slot_bytes = " + std::to_string(slot_bytes) +
+                       " is more than the communicator's option 'slot_bytes' = " +
+                       std::to_string(w_->opts().slot_bytes));
+    const call_fingerprint call =
+        make_fingerprint<K, Algo, Op, T>(is_point_to_point<K> ? 0 : w_->next_call_seq(rank_), a);
+    for (int c = 0; c < nc; ++c) {
+      coll_args ca = a;
+      ca.rank = rank_;
+      ca.nranks = w_->size();
+      ca.channel = c;
+      ca.nchannels = nc;
+      host::primitives<T, Op, world_type> p(*w_, ca, K::name, Algo::name, call, false, in, in_elems, out, out_elems,
+                                            op, slot_bytes);
+      Algo::run(K{}, p, static_cast<const coll_args&>(ca));
+    }
+  }
+
+ private:
+  static void apply_env(host::net_options& opt) {
+    if (opt.socket.ifname.empty())
+      if (const char* e = std::getenv("COLLCOMM_SOCKET_IFNAME")) opt.socket.ifname = e;
+    if (const char* e = std::getenv("COLLCOMM_SOCKET_STREAMS"); e != nullptr && *e != '\0')
+      opt.socket.streams = std::atoi(e);
+  }
+
+  int rank_;
+  std::shared_ptr<world_type> w_;
+  std::vector<std::uint64_t> host_ids_;
+};
+
+static_assert(communicator_like<communicator<transport::net<transport::socket>>>);
+
+COLLCOMM_NAMESPACE_END

@@ -7,17 +7,20 @@
 // in parallel). The data path, the same for every net backend (host/net_world.hpp drives it):
 //   send_buffer(m)      where message m is written before post (this end's slot m % slots)
 //   can_send(m)         the peer has freed the slot message m goes to (m - peer_released < slots)
-//   post(m, bytes)      sends message m
+//   post(m, bytes, tag) sends message m (and a 64-bit tag with it)
 //   progress()          moves what can move without blocking; true when something moved
-//   arrived(m), recv_buffer(m), recv_bytes(m)   message m from the peer, complete, in this end's slot
+//   arrived(m), recv_buffer(m), recv_bytes(m), recv_tag(m)   message m, complete, in this end's slot
+// The slots are the connection's own memory, or memory the caller gives (external_slots: the GPU
+// proxy's FIFOs in pinned host memory, so that messages go from and to them without a copy).
 //   release(m)          this end is done with message m: its slot is the peer's again (a credit)
 // A failure — the peer closed the connection or died (EOF, reset), a frame that breaks the
 // protocol — is recorded with a text naming the peer and the channel (failure()); so is an abort
 // text the peer sent (peer_abort()). The world reports them.
 //
-// Frames on a stream: a 16-byte prefix {u32 kind, u32 bytes, u64 value} and, for data, `bytes`
-// bytes. data: value = the message number (checked: the next one this stream carries, within the
-// receiver's free slots, bytes <= capacity). credit: value = messages the sender of the credit
+// Frames on a stream: a 24-byte prefix {u32 kind, u32 bytes, u64 value, u64 tag} and, for data,
+// `bytes` bytes. data: value = the message number (checked: the next one this stream carries,
+// within the receiver's free slots, bytes <= capacity), tag = a word the sender gives with the
+// message and the receiver reads beside it (recv_tag: the GPU proxy's FIFO size word). credit: value = messages the sender of the credit
 // has released (only grows, never past what was sent). abort: `bytes` bytes of text, why the
 // peer gave up.
 //
@@ -146,14 +149,14 @@ struct stream_state {
   fd_owner fd;
   // Writing: frames queued in order; `sent` bytes of the front one are out.
   struct out_frame {
-    std::array<std::byte, 16> prefix;
+    std::array<std::byte, 24> prefix;
     const std::byte* data;
     std::size_t bytes;
   };
   std::deque<out_frame> out;
   std::size_t sent = 0;
   // Reading: the prefix, then the data into a slot.
-  std::array<std::byte, 16> prefix{};
+  std::array<std::byte, 24> prefix{};
   std::size_t got = 0;        // bytes of the current frame read (prefix included)
   std::uint64_t next_in = 0;  // the next message number this stream carries in
 };
@@ -162,19 +165,30 @@ enum class frame_kind : std::uint32_t { data = 1, credit = 2, abort = 3 };
 
 class socket_connection {
  public:
-  socket_connection(int self, int peer, int channel, int slots, std::size_t capacity, int streams)
+  // Slots of the caller's memory: `slots` slots of `capacity` bytes from `send` and from `recv`,
+  // which outlive the connection.
+  struct external_slots {
+    std::byte* send;
+    std::byte* recv;
+  };
+
+  socket_connection(int self, int peer, int channel, int slots, std::size_t capacity, int streams,
+                    external_slots memory = {nullptr, nullptr})
       : self_(self),
         peer_(peer),
         channel_(channel),
         slots_(static_cast<std::uint64_t>(slots)),
-        capacity_((capacity + 63) / 64 * 64),
+        capacity_(memory.send ? capacity : (capacity + 63) / 64 * 64),
         streams_(static_cast<std::size_t>(streams)),
-        send_slots_(new (std::align_val_t{64}) std::byte[capacity_ * slots_]),
-        recv_slots_(new (std::align_val_t{64}) std::byte[capacity_ * slots_]),
-        recv_size_(slots_, 0) {
+        owned_(memory.send == nullptr),
+        send_slots_(owned_ ? new (std::align_val_t{64}) std::byte[capacity_ * slots_] : memory.send),
+        recv_slots_(owned_ ? new (std::align_val_t{64}) std::byte[capacity_ * slots_] : memory.recv),
+        recv_size_(slots_, 0),
+        recv_tag_(slots_, 0) {
     for (std::size_t s = 0; s < streams_; ++s) streams_state_[s].next_in = s;
   }
   ~socket_connection() {
+    if (!owned_) return;
     ::operator delete[](send_slots_, std::align_val_t{64});
     ::operator delete[](recv_slots_, std::align_val_t{64});
   }
@@ -190,15 +204,19 @@ class socket_connection {
   // ---- the data path ---------------------------------------------------------------------------
   std::byte* send_buffer(std::uint64_t m) noexcept { return send_slots_ + (m % slots_) * capacity_; }
   bool can_send(std::uint64_t m) const noexcept { return ready() && m - peer_released_ < slots_; }
-  void post(std::uint64_t m, std::size_t bytes) {
+  void post(std::uint64_t m, std::size_t bytes, std::uint64_t tag = 0) {
     stream_state& s = streams_state_[m % streams_];
-    s.out.push_back({prefix_of(frame_kind::data, static_cast<std::uint32_t>(bytes), m), send_buffer(m), bytes});
+    s.out.push_back({prefix_of(frame_kind::data, static_cast<std::uint32_t>(bytes), m, tag), send_buffer(m), bytes});
     ++posted_;
     flush(s);
   }
   bool arrived(std::uint64_t m) const noexcept { return m < arrived_count(); }
   const std::byte* recv_buffer(std::uint64_t m) const noexcept { return recv_slots_ + (m % slots_) * capacity_; }
   std::size_t recv_bytes(std::uint64_t m) const noexcept { return recv_size_[m % slots_]; }
+  std::uint64_t recv_tag(std::uint64_t m) const noexcept { return recv_tag_[m % slots_]; }
+  // Messages that arrived (in order), and messages the peer released of those sent.
+  std::uint64_t arrived_total() const noexcept { return arrived_count(); }
+  std::uint64_t peer_released() const noexcept { return peer_released_; }
   void release(std::uint64_t m) {
     released_ = m + 1;
     credit_due_ = true;
@@ -268,12 +286,15 @@ class socket_connection {
   }
 
  private:
-  static std::array<std::byte, 16> prefix_of(frame_kind k, std::uint32_t bytes, std::uint64_t value) noexcept {
-    std::array<std::byte, 16> p;
+  static constexpr std::size_t prefix_bytes = 24;
+  static std::array<std::byte, prefix_bytes> prefix_of(frame_kind k, std::uint32_t bytes, std::uint64_t value,
+                                                       std::uint64_t tag = 0) noexcept {
+    std::array<std::byte, prefix_bytes> p;
     const auto kind = static_cast<std::uint32_t>(k);
     std::memcpy(p.data(), &kind, 4);
     std::memcpy(p.data() + 4, &bytes, 4);
     std::memcpy(p.data() + 8, &value, 8);
+    std::memcpy(p.data() + 16, &tag, 8);
     return p;
   }
 
@@ -308,8 +329,8 @@ class socket_connection {
       stream_state::out_frame& f = s.out.front();
       iovec v[2];
       int n = 0;
-      if (s.sent < 16) v[n++] = {f.prefix.data() + s.sent, 16 - s.sent};
-      const std::size_t data_done = s.sent > 16 ? s.sent - 16 : 0;
+      if (s.sent < prefix_bytes) v[n++] = {f.prefix.data() + s.sent, prefix_bytes - s.sent};
+      const std::size_t data_done = s.sent > prefix_bytes ? s.sent - prefix_bytes : 0;
       if (f.bytes > data_done) v[n++] = {const_cast<std::byte*>(f.data) + data_done, f.bytes - data_done};
       const ssize_t k = ::writev(s.fd.get(), v, n);
       if (k < 0) {
@@ -319,7 +340,7 @@ class socket_connection {
       }
       moved = true;
       s.sent += static_cast<std::size_t>(k);
-      if (s.sent == 16 + f.bytes) {
+      if (s.sent == prefix_bytes + f.bytes) {
         s.out.pop_front();
         s.sent = 0;
       } else {
@@ -334,22 +355,22 @@ class socket_connection {
     for (int rounds = 0; rounds < 64; ++rounds) {
       std::byte* dst;
       std::size_t want;
-      if (s.got < 16) {
+      if (s.got < prefix_bytes) {
         dst = s.prefix.data() + s.got;
-        want = 16 - s.got;
+        want = prefix_bytes - s.got;
       } else {
         std::uint32_t bytes;
         std::memcpy(&bytes, s.prefix.data() + 4, 4);
         const std::uint64_t m = s.next_in;
-        dst = recv_slots_ + (m % slots_) * capacity_ + (s.got - 16);
-        want = 16 + bytes - s.got;
+        dst = recv_slots_ + (m % slots_) * capacity_ + (s.got - prefix_bytes);
+        want = prefix_bytes + bytes - s.got;
         if (want == 0) {
           finish_frame(s);
           continue;
         }
         if (kind_of(s) == frame_kind::abort) {
           abort_in_.resize(bytes);
-          dst = reinterpret_cast<std::byte*>(abort_in_.data()) + (s.got - 16);
+          dst = reinterpret_cast<std::byte*>(abort_in_.data()) + (s.got - prefix_bytes);
         }
       }
       const ssize_t k = ::recv(s.fd.get(), dst, want, MSG_DONTWAIT);
@@ -364,11 +385,11 @@ class socket_connection {
       }
       moved = true;
       s.got += static_cast<std::size_t>(k);
-      if (s.got == 16 && !start_frame(s)) return true;
-      if (s.got >= 16) {
+      if (s.got == prefix_bytes && !start_frame(s)) return true;
+      if (s.got >= prefix_bytes) {
         std::uint32_t bytes;
         std::memcpy(&bytes, s.prefix.data() + 4, 4);
-        if (s.got == 16 + bytes) finish_frame(s);
+        if (s.got == prefix_bytes + bytes) finish_frame(s);
       }
     }
     return moved;
@@ -420,6 +441,7 @@ class socket_connection {
       std::uint32_t bytes;
       std::memcpy(&bytes, s.prefix.data() + 4, 4);
       recv_size_[s.next_in % slots_] = bytes;
+      std::memcpy(&recv_tag_[s.next_in % slots_], s.prefix.data() + 16, 8);
       s.next_in += streams_;
     } else if (kind_of(s) == frame_kind::abort) {
       if (peer_abort_.empty()) peer_abort_ = abort_in_.empty() ? std::string("(no reason given)") : abort_in_;
@@ -431,9 +453,11 @@ class socket_connection {
   std::uint64_t slots_;
   std::size_t capacity_;
   std::size_t streams_;
+  bool owned_;
   std::byte* send_slots_;
   std::byte* recv_slots_;
   std::vector<std::size_t> recv_size_;
+  std::vector<std::uint64_t> recv_tag_;
   std::array<stream_state, 16> streams_state_{};
   std::size_t ready_streams_ = 0;
   std::uint64_t posted_ = 0;         // messages posted

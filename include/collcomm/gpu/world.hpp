@@ -108,6 +108,40 @@ class world {
   world(const world&) = delete;
   world& operator=(const world&) = delete;
 
+  // This process's rank `rank` of a world of `nranks` ranks whose messages a network proxy
+  // carries (gpu/net_proxy.hpp): only this rank's connections exist here, each in pinned host
+  // memory mapped into `device` — per channel and peer an outbox (connection rank -> peer: the
+  // kernel writes it, the proxy sends it) and an inbox (peer -> rank: the proxy fills it, the
+  // kernel reads it). `ranks_on_gpu`: ranks of the world on this GPU, all processes (for the
+  // residency check of gpu/launch.hpp). FIFO algorithms only; no window.
+  struct net_tag {};
+  world(net_tag, int nranks, int rank, int device, int ranks_on_gpu, options opts)
+      : nranks_(nranks), opts_(with_environment(opts)) {
+    check_options(nranks, opts_, "communicator<net>", rank);
+    if (opts_.channels == 0) {
+      int sms = 0;
+      detail::cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
+                         "communicator<net>: cudaDeviceGetAttribute");
+      opts_.channels = std::min(8, std::max(1, sms / std::max(1, ranks_on_gpu)));
+    }
+    devices_.assign(static_cast<std::size_t>(nranks), device);
+    proc_.rank = rank;
+    proc_.ranks_on_gpu = ranks_on_gpu;
+    try {
+      setup_net(rank, device);
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
+  bool is_net() const noexcept { return !net_table_.empty(); }
+  // A net world: the host view of connection (channel, src, dst), one of this rank's.
+  const transport::fifo_view& net_fifo(int channel, int src, int dst) const {
+    return net_table_[(static_cast<std::size_t>(channel) * nranks_ + src) * nranks_ + dst];
+  }
+  // A net world: the word this rank's kernels poll to end their waits (host memory).
+  std::uint32_t* net_abort_word() const noexcept { return base_.abort; }
+
   // What a world of processes adds (gpu/process_world.hpp sets it; rank < 0 in a world of threads).
   struct process_view {
     int rank = -1;                // the one rank this process drives
@@ -170,7 +204,7 @@ class world {
     failed_.store(true);
   }
   void check_usable(const char* what, int rank) const {
-    if (is_process()) {
+    if (is_process() && proc_.resources) {
       const std::uint32_t word = shared_abort_word();
       if (word == 2)
         detail::fail(errc::aborted, what, rank,
@@ -398,6 +432,72 @@ class world {
     }
   }
 
+  void setup_net(int rank, int device) {
+    const int n = nranks_, nc = opts_.channels;
+    if (opts_.connections != placement::host)
+      detail::fail(errc::invalid_argument, "communicator<net>", rank,
+                   "a network world's connections are in host memory (options::connections = placement::host)");
+    const transport::connection_layout layout{n, nc, opts_.slots, opts_.slot_bytes};
+    const std::size_t per = layout.per_connection();
+    net_table_.assign(static_cast<std::size_t>(nc) * n * n, transport::fifo_view{});
+    if (n > 1) {
+      const std::size_t bytes = per * 2 * static_cast<std::size_t>(nc) * (n - 1);
+      auto* block = static_cast<char*>(alloc_mapped_host(bytes));
+      if (block != host_allocations_.back())
+        detail::fail(errc::system, "communicator<net>", rank,
+                     "pinned host memory has another address on the GPU than on the host (no unified addressing)");
+      std::size_t at = 0;
+      auto place = [&](int c, int src, int dst) {
+        char* b = block + at;
+        at += per;
+        auto* sizes = reinterpret_cast<std::uint64_t*>(b + opts_.slot_bytes * opts_.slots);
+        net_table_[(static_cast<std::size_t>(c) * n + src) * n + dst] = {b, sizes, sizes + opts_.slots,
+                                                                        sizes + opts_.slots + 1};
+      };
+      for (int c = 0; c < nc; ++c)
+        for (int p = 0; p < n; ++p)
+          if (p != rank) {
+            place(c, rank, p);
+            place(c, p, rank);
+          }
+    }
+    install_fifo_table(net_table_, {device});
+    base_.nranks = n;
+    base_.nchannels = nc;
+    base_.slots = static_cast<std::uint32_t>(opts_.slots);
+    base_.slot_bytes = static_cast<std::uint32_t>(opts_.slot_bytes);
+    base_.timeout_ns =
+        static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(opts_.timeout).count());
+    scope_is_device_ = false;
+    base_.steps = static_cast<std::uint64_t*>(alloc(device, sizeof(std::uint64_t) * n * nc * n * 2));
+    base_.buffers = static_cast<transport::buffer_pair*>(alloc(device, sizeof(transport::buffer_pair) * nc * n));
+    base_.barrier = static_cast<std::uint64_t*>(alloc(device, 128 * static_cast<std::size_t>(nc)));
+    base_.barrier_stride = 128 / sizeof(std::uint64_t);
+    base_.abort = static_cast<std::uint32_t*>(alloc_mapped_host(sizeof(std::uint32_t)));  // the proxy raises it
+    entry_aborts_.push_back({device, static_cast<std::uint32_t*>(alloc(device, sizeof(std::uint32_t)))});
+    void* stall = nullptr;
+    detail::cuda_check(
+        cudaHostAlloc(&stall, sizeof(transport::stall_record) * n, cudaHostAllocMapped | cudaHostAllocPortable),
+        "communicator<net>: cudaHostAlloc");
+    std::memset(stall, 0, sizeof(transport::stall_record) * n);
+    host_stall_ = stall;
+    stall_view_ = stall;
+    void* dstall = nullptr;
+    detail::cuda_check(cudaHostGetDevicePointer(&dstall, stall, 0), "cudaHostGetDevicePointer");
+    base_.stall = static_cast<transport::stall_record*>(dstall);
+    auto g = std::make_unique<launch_group>();
+    g->device = device;
+    g->ranks.push_back(rank);
+    g->present.assign(1, 0);
+    g->p2p_pending.assign(1, 0);
+    g->p2p_pending_bytes.assign(1, 0);
+    detail::device_guard guard(device);
+    g->ready.resize(1, nullptr);
+    detail::cuda_check(cudaEventCreateWithFlags(&g->ready[0], cudaEventDisableTiming), "cudaEventCreate");
+    detail::cuda_check(cudaEventCreateWithFlags(&g->done, cudaEventDisableTiming), "cudaEventCreate");
+    groups_.push_back(std::move(g));
+  }
+
   void release() noexcept {
     for (auto& g : groups_) {
       cudaSetDevice(g->device);
@@ -424,6 +524,7 @@ class world {
   bool scope_is_device_ = false;
   transport::handle_fields base_{};
   std::vector<std::pair<int, transport::fifo_view*>> fifo_tables_;  // (device, table on it)
+  std::vector<transport::fifo_view> net_table_;  // a net world: (channel, src, dst), host views of this rank's FIFOs
   std::vector<std::pair<int, std::uint32_t*>> entry_aborts_;  // (device, its entry word) where `abort` is host memory
   std::vector<std::pair<int, void*>> allocations_;
   std::vector<void*> host_allocations_;                // placement::host connections: pinned, mapped

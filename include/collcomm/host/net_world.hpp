@@ -91,7 +91,8 @@ class net_world {
         scratch_(new (std::align_val_t{64}) std::byte[scratch_bytes()]) {}
   // Waits (bounded by the timeout) until every message this rank sent was released by its
   // receiver, so that closing cannot reset a connection whose last bytes are still in flight;
-  // then ends the writing side of every connection.
+  // then says bye on every connection (a peer that reads the end of the connection next knows
+  // this rank left, rather than died) and ends their writing side.
   ~net_world() {
     try {
       if (failure_.empty()) {
@@ -104,6 +105,16 @@ class net_world {
         while (!drained() && std::chrono::steady_clock::now() < deadline)
           if (!progress_all()) poll_all(5);
       }
+      for (link& l : links_)
+        if (l.c) l.c->send_bye();
+      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+      auto flushed = [&] {
+        for (const link& l : links_)
+          if (l.c && !l.c->flushed()) return false;
+        return true;
+      };
+      while (!flushed() && std::chrono::steady_clock::now() < until)
+        if (!progress_all()) poll_all(5);
       for (link& l : links_)
         if (l.c) l.c->shutdown_writes();
     } catch (...) {}
@@ -280,6 +291,11 @@ class net_world {
         fail(errc::aborted, what, rank_,
              "rank " + std::to_string(l.c->peer()) + " gave up: " + l.c->peer_abort());
     if (!awaited.c->failure().empty()) fail(errc::system, what, rank_, awaited.c->failure());
+    if (awaited.c->peer_left() && awaited.c->closed())
+      fail(errc::aborted, what, rank_,
+           "rank " + std::to_string(awaited.c->peer()) + " left the communicator (destroyed it) while rank " +
+               std::to_string(rank_) + " waits for it on channel " + std::to_string(awaited.c->channel()) +
+               ": the ranks disagree on the calls they make");
   }
 
   // Drives every connection until ready(); past the timeout throws errc::timeout with awaited().

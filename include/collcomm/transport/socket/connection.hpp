@@ -22,10 +22,13 @@
 // within the receiver's free slots, bytes <= capacity), tag = a word the sender gives with the
 // message and the receiver reads beside it (recv_tag: the GPU proxy's FIFO size word). credit: value = messages the sender of the credit
 // has released (only grows, never past what was sent). abort: `bytes` bytes of text, why the
-// peer gave up.
+// peer gave up. bye: the peer closes the connection on purpose (send_bye): its end of file that
+// follows is no failure.
 //
 // Connecting. Every rank listens on one TCP port (socket_endpoint); the lower rank of a pair
-// connects, lazily, when either end first needs the connection. A connection proves the job
+// connects, lazily, when either end first needs the connection. The higher rank may ask for it
+// (request: a hello for stream request_stream, answered by no ack, after which the lower rank
+// connects): the GPU proxy, which cannot know when its peer will need a connection, does. A connection proves the job
 // token (the bootstrap's, or a random key shared through it) both ways: the client's hello
 // carries a SipHash MAC, keyed by the token, over the server's listener nonce (fresh per world,
 // published through the bootstrap), a fresh client nonce, both ranks, the channel and the stream;
@@ -66,6 +69,7 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 COLLCOMM_NAMESPACE_BEGIN
@@ -161,7 +165,7 @@ struct stream_state {
   std::uint64_t next_in = 0;  // the next message number this stream carries in
 };
 
-enum class frame_kind : std::uint32_t { data = 1, credit = 2, abort = 3 };
+enum class frame_kind : std::uint32_t { data = 1, credit = 2, abort = 3, bye = 4 };
 
 class socket_connection {
  public:
@@ -272,6 +276,26 @@ class socket_connection {
       if (!streams_state_[i].out.empty()) return false;
     return peer_released_ == posted_ && !credit_due_;
   }
+  // Queues a bye on stream 0, after everything queued (see frame kinds above).
+  void send_bye() {
+    stream_state& s = streams_state_[0];
+    if (!s.fd) return;
+    s.out.push_back({prefix_of(frame_kind::bye, 0, 0), nullptr, 0});
+    flush(s);
+  }
+  // Every byte queued on every stream is written.
+  bool flushed() const noexcept {
+    for (std::size_t i = 0; i < streams_; ++i)
+      if (streams_state_[i].fd && !streams_state_[i].out.empty()) return false;
+    return !credit_due_ || !streams_state_[0].fd;
+  }
+  bool peer_left() const noexcept { return peer_left_; }
+  // No stream is open any more (the peer left and every stream ended, or the connection failed).
+  bool closed() const noexcept {
+    for (std::size_t i = 0; i < streams_; ++i)
+      if (streams_state_[i].fd) return false;
+    return ready_streams_ == streams_;
+  }
   // Ends every stream's writing side (FIN after the queued bytes).
   void shutdown_writes() noexcept {
     for (std::size_t i = 0; i < streams_; ++i)
@@ -375,6 +399,10 @@ class socket_connection {
       }
       const ssize_t k = ::recv(s.fd.get(), dst, want, MSG_DONTWAIT);
       if (k == 0) {
+        if (peer_left_) {
+          for (std::size_t i = 0; i < streams_; ++i) streams_state_[i].fd.reset();
+          return true;
+        }
         broken("rank " + std::to_string(peer_) + " closed it (its process ended or left the communicator)");
         return true;
       }
@@ -425,6 +453,9 @@ class socket_connection {
                  std::to_string(posted_) + ", freed before " + std::to_string(peer_released_) + ")"), false;
         peer_released_ = value;
         return true;
+      case frame_kind::bye:
+        if (bytes != 0) return broken("rank " + std::to_string(peer_) + " sent a bye with a body"), false;
+        return true;
       case frame_kind::abort:
         if (bytes > 4096)
           return broken("rank " + std::to_string(peer_) + " sent an abort text of " + std::to_string(bytes) + " bytes"),
@@ -445,6 +476,8 @@ class socket_connection {
       s.next_in += streams_;
     } else if (kind_of(s) == frame_kind::abort) {
       if (peer_abort_.empty()) peer_abort_ = abort_in_.empty() ? std::string("(no reason given)") : abort_in_;
+    } else if (kind_of(s) == frame_kind::bye) {
+      peer_left_ = true;
     }
     s.got = 0;
   }
@@ -467,6 +500,7 @@ class socket_connection {
   std::string abort_text_, abort_in_;
   std::string failure_;     // why the connection failed (empty: it works)
   std::string peer_abort_;  // the peer's abort text, once it sent one
+  bool peer_left_ = false;  // the peer sent a bye
 };
 
 // One rank's listener and the handshakes of its connections. `find(src, channel)` (given to
@@ -556,6 +590,37 @@ class socket_endpoint {
     }
   }
 
+  // The hello of a request (see Connecting above) names this stream.
+  static constexpr std::uint32_t request_stream = 0xffffffffu;
+
+  // This rank is the higher of the pair: asks the peer to connect channel c.channel() (bounded by
+  // a second; a lost request is repeated by the caller). False if the request could not be sent.
+  bool request(const socket_connection& c) {
+    const int peer = c.peer();
+    const endpoint_address& to = peers_[static_cast<std::size_t>(peer)];
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = to.ipv4;
+    a.sin_port = to.port;
+    const auto deadline = clock::now() + std::min<std::chrono::milliseconds>(timeout_, std::chrono::seconds(1));
+    fd_owner fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!fd || bootstrap::detail::connect_by(fd.get(), a, deadline) != 0) return false;
+    detail::hello h{};
+    h.magic = detail::hello_magic;
+    h.job = job_;
+    h.server_nonce = to.nonce;
+    bootstrap::auth::random_bytes(h.client_nonce);
+    h.src = static_cast<std::uint32_t>(self_);
+    h.dst = static_cast<std::uint32_t>(peer);
+    h.channel = static_cast<std::uint32_t>(c.channel());
+    h.stream = request_stream;
+    h.mac = detail::hello_mac(token_, detail::purpose_hello, h);
+    return bootstrap::detail::send_all(fd.get(), reinterpret_cast<const std::byte*>(&h), sizeof h, deadline) ==
+           bootstrap::detail::io::ok;
+  }
+  // The (peer, channel) connections peers asked this rank to make since the last call.
+  std::vector<std::pair<int, int>> take_requests() { return std::exchange(requests_, {}); }
+
   // Accepts connections and advances handshakes without blocking. True when a stream was attached.
   template <class Find>
   bool progress(Find&& find) {
@@ -572,7 +637,13 @@ class socket_endpoint {
                                MSG_DONTWAIT);
       if (k > 0) it->got += static_cast<std::size_t>(k);
       const bool gone = k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
-      if (it->got == sizeof it->h) {
+      if (it->got == sizeof it->h && it->h.stream == request_stream) {
+        if (verify_request(it->h)) {
+          requests_.emplace_back(static_cast<int>(it->h.src), static_cast<int>(it->h.channel));
+          attached = true;
+        }
+        it = pending_.erase(it);
+      } else if (it->got == sizeof it->h) {
         if (socket_connection* c = verify(it->h, find)) {
           detail::ack a{detail::ack_magic, detail::hello_mac(token_, detail::purpose_ack, it->h)};
           if (::send(it->fd.get(), &a, sizeof a, MSG_NOSIGNAL | MSG_DONTWAIT) == static_cast<ssize_t>(sizeof a)) {
@@ -617,6 +688,13 @@ class socket_endpoint {
     return c;
   }
 
+  bool verify_request(const detail::hello& h) const {
+    return h.magic == detail::hello_magic && h.job == job_ && h.server_nonce == address_.nonce &&
+           h.dst == static_cast<std::uint32_t>(self_) && h.src > static_cast<std::uint32_t>(self_) &&
+           h.src < static_cast<std::uint32_t>(nranks_) && h.channel < static_cast<std::uint32_t>(channels_) &&
+           bootstrap::auth::mac_equal(h.mac, detail::hello_mac(token_, detail::purpose_hello, h));
+  }
+
   [[noreturn]] void fail_setup(const std::string& why) const {
     collcomm::detail::fail(errc::system, "net<socket>", self_, "cannot listen: " + why);
   }
@@ -633,6 +711,7 @@ class socket_endpoint {
   endpoint_address address_;
   std::vector<endpoint_address> peers_;
   std::deque<pending> pending_;
+  std::vector<std::pair<int, int>> requests_;
 };
 
 }  // namespace transport::sockets

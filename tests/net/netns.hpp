@@ -101,16 +101,17 @@ inline std::uint64_t random_u64() {
   return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
 }
 
-// This process's start time (field 22 of /proc/<pid>/stat, clock ticks since boot), 0 if unknown.
-inline unsigned long long start_time(pid_t pid) {
+// A process's start time (field 22 of /proc/<pid>/stat, clock ticks since boot); 0 if there is
+// no such process, and 0 for a zombie (a dead process not reaped yet) when `zombie_is_dead`.
+inline unsigned long long start_time(pid_t pid, bool zombie_is_dead = false) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
   std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   const auto close = s.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::istringstream in(s.substr(close + 2));  // field 3 onwards
+  if (close == std::string::npos || close + 2 >= s.size()) return 0;
+  std::istringstream in(s.substr(close + 2));  // field 3 (the state) onwards
   std::string field;
-  for (int i = 3; i < 22 && (in >> field); ++i) {
-  }
+  for (int i = 3; i < 22 && (in >> field); ++i)
+    if (i == 3 && zombie_is_dead && (field == "Z" || field == "X")) return 0;
   unsigned long long t = 0;
   in >> t;
   return t;
@@ -636,14 +637,15 @@ class netns_hosts {
   }
 
   // Deletes the namespaces (and so their links) of earlier runs whose process is gone: names
-  // "cc-<pid>-<start>-..." where no process <pid> with that start time lives. Returns their names.
+  // "cc-<pid>-<start>-..." where no process <pid> with that start time lives (a zombie counts as
+  // gone). Returns their names.
   static std::vector<std::string> cleanup_stale() {
     std::vector<std::string> gone;
     for (const auto& name : list_ours()) {
       int pid = 0;
       unsigned long long start = 0;
       if (std::sscanf(name.c_str() + std::strlen(prefix), "%d-%llu-", &pid, &start) != 2) continue;
-      const bool alive = pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM) && detail::start_time(pid) == start;
+      const bool alive = pid > 0 && detail::start_time(pid, true) == start;
       if (alive) continue;
       delete_ns(name);
       gone.push_back(name);

@@ -75,6 +75,17 @@ int listen_at(const std::string& addr, std::uint16_t port) {
   return fd;
 }
 
+// This process's open descriptors.
+int count_fds() {
+  int n = 0;
+  if (DIR* d = ::opendir("/proc/self/fd")) {
+    while (dirent* e = ::readdir(d))
+      if (e->d_name[0] != '.') ++n;
+    ::closedir(d);
+  }
+  return n - 1;  // the directory's own descriptor
+}
+
 // What each rank tells the others in the all_gather.
 struct rank_info {
   std::int32_t rank, host;
@@ -86,6 +97,7 @@ struct rank_info {
 void bootstrap_and_compare(const rank_layout& layout) {
   const std::uint64_t parent_inode = net_ns_inode();
   netns_hosts hosts(static_cast<int>(layout.per_host.size()));
+  const int fds_before = count_fds();
   const auto res = hosts.run_ranks(
       layout,
       [&](rank_context& ctx) {
@@ -109,6 +121,7 @@ void bootstrap_and_compare(const rank_layout& layout) {
       60s);
   INFO(res.summary());
   REQUIRE(res.ok());
+  CHECK(count_fds() == fds_before);
   const auto host_of = layout.host_of();
   std::set<std::string> inodes;
   for (const auto& r : res.ranks) {

@@ -12,6 +12,7 @@
 #include <collcomm/error.hpp>
 #include <collcomm/host.hpp>
 #include <collcomm/kinds.hpp>
+#include <collcomm/net.hpp>
 #include <collcomm/ops.hpp>
 #include <collcomm/tuning.hpp>
 #include <collcomm/types.hpp>

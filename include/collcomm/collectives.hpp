@@ -193,6 +193,14 @@ template <class Tr>
 inline constexpr bool takes_stream = requires {
   typename communicator<Tr>::stream_type;
 };
+// Whether communicator<Tr> also runs calls without a stream, on host buffers (transport::net).
+template <class Tr>
+inline constexpr bool takes_host_buffers = [] {
+  if constexpr (requires { communicator<Tr>::host_buffers; })
+    return communicator<Tr>::host_buffers;
+  else
+    return false;
+}();
 
 // `stream`: nothing for the host executor; for the GPU executor exactly one argument, a
 // cudaStream_t or anything that converts to one (a framework's stream wrapper), taken by
@@ -206,7 +214,7 @@ void run_checked(communicator<Tr>& comm, const coll_args& a, const T* in, index_
   // Where a buffer is not significant its pointer is not passed on: a schedule cannot touch it.
   in = in_elems ? in : nullptr;
   out = out_elems ? out : nullptr;
-  if constexpr (takes_stream<Tr>) {
+  if constexpr (takes_stream<Tr> && !(takes_host_buffers<Tr> && sizeof...(Stream) == 0)) {
     using stream_t = typename communicator<Tr>::stream_type;
     static_assert(sizeof...(Stream) == 1,
                   "collcomm: a GPU collective takes the stream it is ordered on as its last argument, e.g. "
@@ -411,11 +419,15 @@ void run_deferred(const deferred_p2p* s, const deferred_p2p* r) {
   const T* in = s ? static_cast<const T*>(s->buf) : nullptr;
   T* out = r ? static_cast<T*>(r->buf) : nullptr;
   const int send_peer = s ? s->peer : no_peer, recv_peer = r ? r->peer : no_peer;
-  if constexpr (takes_stream<Tr>)
-    send_recv<Algo, Tuning>(comm, in, out, any.count, send_peer, recv_peer,
-                            static_cast<typename communicator<Tr>::stream_type>(any.stream));
-  else
+  if constexpr (takes_stream<Tr>) {
+    if (takes_host_buffers<Tr> && !any.on_stream)
+      send_recv<Algo, Tuning>(comm, in, out, any.count, send_peer, recv_peer);
+    else
+      send_recv<Algo, Tuning>(comm, in, out, any.count, send_peer, recv_peer,
+                              static_cast<typename communicator<Tr>::stream_type>(any.stream));
+  } else {
     send_recv<Algo, Tuning>(comm, in, out, any.count, send_peer, recv_peer);
+  }
 }
 
 // Records a send or recv in this thread's group. The stream is converted now, as a call outside a
@@ -432,7 +444,7 @@ void defer_p2p(communicator<Tr>& comm, bool is_send, const T* buf, index_t count
   d.size = comm.size();
   d.is_send = is_send;
   d.run = &run_deferred<Algo, Tuning, Tr, T>;
-  if constexpr (takes_stream<Tr>) {
+  if constexpr (takes_stream<Tr> && !(takes_host_buffers<Tr> && sizeof...(Stream) == 0)) {
     using stream_t = typename communicator<Tr>::stream_type;
     static_assert(sizeof...(Stream) == 1,
                   "collcomm: a GPU send or recv takes the stream it is ordered on as its last argument, e.g. "
@@ -441,6 +453,7 @@ void defer_p2p(communicator<Tr>& comm, bool is_send, const T* buf, index_t count
                   "collcomm: the last argument of a GPU send or recv must be a cudaStream_t, or convert to one");
     if constexpr (sizeof...(Stream) == 1 && (std::is_convertible_v<Stream&&, stream_t> && ...))
       ((d.stream = static_cast<void*>(static_cast<stream_t>(std::forward<Stream>(stream)))), ...);
+    d.on_stream = true;
   } else {
     static_assert(sizeof...(Stream) == 0,
                   "collcomm: the host executor's collectives run on the calling thread and take no stream argument");

@@ -8,6 +8,7 @@
 #include <collcomm/gpu/capture.hpp>
 #include <collcomm/gpu/communicator.hpp>
 #include <collcomm/gpu/launch.hpp>
+#include <collcomm/gpu/net_proxy.hpp>
 #include <collcomm/gpu/options.hpp>
 #include <collcomm/gpu/process_world.hpp>
 #include <collcomm/gpu/stall.hpp>

@@ -53,6 +53,7 @@ struct deferred_p2p {
   int rank = -1;  // the calling rank
   int size = 0;   // the communicator's size
   bool is_send = false;
+  bool on_stream = false;  // a GPU call (a communicator that takes host buffers too, transport::net)
   void (*run)(const deferred_p2p* send, const deferred_p2p* recv) = nullptr;
 };
 

@@ -1,10 +1,20 @@
-// collcomm/net.hpp — communicator<transport::net<Backend>>: the host executor between hosts. One
-// rank per process; host buffers; the FIFO algorithms (ring, tree, pairwise, ... and hierarchical),
-// whose messages a backend carries (net<socket>: TCP, transport/socket/connection.hpp).
+// collcomm/net.hpp — communicator<transport::net<Backend>>: collectives between hosts. One rank
+// per process; the FIFO algorithms (ring, tree, pairwise, ... and hierarchical), whose messages a
+// backend carries (net<socket>: TCP, transport/socket/connection.hpp). Host buffers or GPU buffers:
 //
 //   auto boot = collcomm::bootstrap::from_env();  // or tcp / mpi
-//   collcomm::communicator<collcomm::transport::net<collcomm::transport::socket>> comm(boot);
-//   collcomm::all_reduce(comm, send, recv, count);  // host pointers
+//   using net = collcomm::transport::net<collcomm::transport::socket>;
+//   collcomm::communicator<net> comm(boot);                        // host buffers
+//   collcomm::all_reduce(comm, send, recv, count);                 //   runs on this thread
+//   collcomm::communicator<net> gcomm(boot, device, gpu_options);  // GPU buffers (CUDA code:
+//   collcomm::all_reduce(gcomm, send, recv, count, op, stream);    //   gpu/net_proxy.hpp)
+//   cudaStreamSynchronize(stream); gcomm.check();
+//
+// Host buffers: the host executor's primitives post to the backend directly (host/net_world.hpp).
+// GPU buffers: the kernel's FIFOs live in pinned host memory and a proxy thread moves their
+// messages to and from the network (gpu/net_proxy.hpp, which defines the GPU members declared
+// here; include <collcomm/gpu.hpp> in the CUDA translation unit). A communicator is made for one
+// kind of buffer: a call with the other kind throws errc::invalid_usage.
 //
 // Made collectively over a bootstrap: each rank listens on one TCP port (the interface:
 // options.socket.ifname, else COLLCOMM_SOCKET_IFNAME, else the address it reaches the bootstrap's
@@ -19,15 +29,18 @@
 #include <collcomm/config.hpp>
 #include <collcomm/error.hpp>
 #include <collcomm/fingerprint.hpp>
+#include <collcomm/gpu/options.hpp>
 #include <collcomm/host/net_world.hpp>
 #include <collcomm/host/primitives.hpp>
 #include <collcomm/kinds.hpp>
 #include <collcomm/transport/socket/connection.hpp>
 #include <collcomm/transport/tags.hpp>
 
+#include <cuda_runtime_api.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
@@ -60,74 +73,61 @@ inline std::uint64_t derive_host_id() {
 }
 }  // namespace host::detail
 
+namespace gpu {
+template <class Backend>
+class net_part;  // a GPU-buffer communicator's world and proxy (gpu/net_proxy.hpp)
+}  // namespace gpu
+
 template <class Backend>
 class communicator<transport::net<Backend>> {
  public:
   using transport_type = transport::net<Backend>;
   using world_type = host::net_world<Backend>;
+  using stream_type = cudaStream_t;  // GPU buffers: calls are ordered on a stream
+  static constexpr bool host_buffers = true;  // calls without a stream take host buffers
 
   // This process's rank of a new communicator of boot.size() ranks: collective over the
   // bootstrap's ranks (each makes its listener, then one all_gather). Throws errc::invalid_argument
   // naming a bad option, errc::system when it cannot listen.
   template <bootstrap::bootstrap_like B>
-  explicit communicator(B& boot, host::net_options opt = {}) : rank_(boot.rank()) {
-    const int n = boot.size();
+  explicit communicator(B& boot, host::net_options opt = {}) : rank_(boot.rank()), nranks_(boot.size()) {
     apply_env(opt);
-    check_common_options(opt, "communicator<net>", rank_);
-    if (opt.socket.streams < 1 || opt.socket.streams > 16)
-      detail::fail(errc::invalid_argument, "communicator<net>", rank_,
-                   "option 'socket.streams' = " + std::to_string(opt.socket.streams) + " is out of range [1, 16]");
-    // The key of the connections' MACs.
-    std::uint64_t token = 0;
-    if constexpr (requires { boot.token(); }) {
-      token = boot.token();
-    } else {
-      const std::uint64_t mine = bootstrap::auth::random_u64();
-      std::vector<std::uint64_t> all(static_cast<std::size_t>(n));
-      boot.all_gather(std::as_bytes(std::span<const std::uint64_t>(&mine, 1)), std::as_writable_bytes(std::span(all)));
-      token = all[0];
-    }
-    std::uint32_t ipv4 = 0;
-    if (!opt.socket.ifname.empty()) {
-      ipv4 = transport::sockets::detail::interface_address(opt.socket.ifname);
-      if (ipv4 == 0)
-        detail::fail(errc::invalid_argument, "communicator<net>", rank_,
-                     "option 'socket.ifname' (or COLLCOMM_SOCKET_IFNAME) = '" + opt.socket.ifname +
-                         "' names no interface with an IPv4 address here");
-    } else if constexpr (requires { boot.local_ipv4(); }) {
-      ipv4 = boot.local_ipv4();
-    }
-    if (ipv4 == 0) ipv4 = htonl(INADDR_LOOPBACK);
-    auto ep = std::make_unique<transport::sockets::socket_endpoint>(rank_, n, opt.channels, opt.socket.streams, token,
-                                                                     ipv4, opt.timeout);
-    struct published {
-      transport::sockets::endpoint_address address;
-      std::uint64_t host_id;
-    };
-    published mine{ep->address(), opt.host_id != 0 ? opt.host_id : host::detail::derive_host_id()};
-    std::vector<published> all(static_cast<std::size_t>(n));
-    boot.all_gather(std::as_bytes(std::span<const published>(&mine, 1)), std::as_writable_bytes(std::span(all)));
-    std::vector<transport::sockets::endpoint_address> addresses;
-    for (const published& p : all) {
-      addresses.push_back(p.address);
-      host_ids_.push_back(p.host_id);
-    }
-    ep->set_peers(std::move(addresses));
-    w_ = std::make_shared<world_type>(rank_, n, opt, std::move(ep));
+    auto ep = make_endpoint(boot, opt, {});
+    w_ = std::make_shared<world_type>(rank_, nranks_, opt, std::move(ep));
   }
+  // GPU buffers: this process's rank of a new communicator of boot.size() ranks, its kernels on
+  // GPU `device` (gpu_opts: channels, slots, slot_bytes, timeout of the GPU side), a proxy thread
+  // carrying their messages. Defined in gpu/net_proxy.hpp.
+  template <bootstrap::bootstrap_like B>
+  communicator(B& boot, int device, gpu::options gpu_opts, host::net_options opt = {});
 
   int rank() const noexcept { return rank_; }
-  int size() const noexcept { return w_->size(); }
+  int size() const noexcept { return nranks_; }
+  // Host buffers: the world (null for a communicator of GPU buffers).
   world_type& net_world() const noexcept { return *w_; }
+  bool gpu_buffers() const noexcept { return static_cast<bool>(g_); }
+  // GPU buffers: throws what the proxy or the kernels recorded — a connection that failed (naming
+  // the peer), a stalled wait (gpu/stall.hpp). Call after the stream synchronized. Host buffers:
+  // nothing to check (calls throw).
+  void check() const {
+    if (check_) check_(g_.get(), rank_);
+  }
   // Every rank's host identity, by rank (ranks with equal ids share a host).
   const std::vector<std::uint64_t>& host_ids() const noexcept { return host_ids_; }
 
   // Marks the communicator failed and tells the connected peers (see net_world.hpp). Never blocks.
-  void abort(const std::string& reason = {}) const noexcept { w_->abort(rank_, reason); }
+  void abort(const std::string& reason = {}) const noexcept {
+    if (w_) w_->abort(rank_, reason);
+    if (abort_) abort_(g_.get(), rank_, reason);
+  }
 
   template <class K, class Algo, class Tuning, class T, class Op>
   void run(const coll_args& a, const T* in, index_t in_elems, T* out, index_t out_elems, const Op& op) const {
     static_assert(!Algo::needs_direct, "collcomm transport axis: direct algorithms need a load/store transport");
+    if (!w_)
+      detail::fail(errc::invalid_usage, K::name, rank_,
+                   "this communicator was made for GPU buffers (with a device): pass the stream the call is "
+                   "ordered on as the last argument");
     w_->check_usable(K::name, rank_);
     const int nc = Tuning::channels ? Tuning::channels : w_->opts().channels;
     const std::size_t slot_bytes = Tuning::slot_bytes ? Tuning::slot_bytes : w_->opts().slot_bytes;
@@ -153,8 +153,62 @@ class communicator<transport::net<Backend>> {
       Algo::run(K{}, p, static_cast<const coll_args&>(ca));
     }
   }
+  // GPU buffers, ordered on `stream`. Defined in gpu/net_proxy.hpp.
+  template <class K, class Algo, class Tuning, class T, class Op>
+  void run(const coll_args& a, const T* in, index_t in_elems, T* out, index_t out_elems, const Op& op,
+           cudaStream_t stream) const;
 
  private:
+  struct published {
+    transport::sockets::endpoint_address address;
+    std::uint64_t host_id;
+    std::array<unsigned char, 16> gpu;  // the GPU's uuid (zero for host buffers)
+  };
+
+  // Collective: the connections' key, this rank's listener, and one all_gather of every rank's
+  // address, host and GPU (kept in host_ids_ and gpus_).
+  template <class B>
+  std::unique_ptr<transport::sockets::socket_endpoint> make_endpoint(B& boot, const host::net_options& opt,
+                                                                     std::array<unsigned char, 16> gpu) {
+    check_common_options(opt, "communicator<net>", rank_);
+    if (opt.socket.streams < 1 || opt.socket.streams > 16)
+      detail::fail(errc::invalid_argument, "communicator<net>", rank_,
+                   "option 'socket.streams' = " + std::to_string(opt.socket.streams) + " is out of range [1, 16]");
+    std::uint64_t token = 0;
+    if constexpr (requires { boot.token(); }) {
+      token = boot.token();
+    } else {
+      const std::uint64_t mine = bootstrap::auth::random_u64();
+      std::vector<std::uint64_t> all(static_cast<std::size_t>(nranks_));
+      boot.all_gather(std::as_bytes(std::span<const std::uint64_t>(&mine, 1)), std::as_writable_bytes(std::span(all)));
+      token = all[0];
+    }
+    std::uint32_t ipv4 = 0;
+    if (!opt.socket.ifname.empty()) {
+      ipv4 = transport::sockets::detail::interface_address(opt.socket.ifname);
+      if (ipv4 == 0)
+        detail::fail(errc::invalid_argument, "communicator<net>", rank_,
+                     "option 'socket.ifname' (or COLLCOMM_SOCKET_IFNAME) = '" + opt.socket.ifname +
+                         "' names no interface with an IPv4 address here");
+    } else if constexpr (requires { boot.local_ipv4(); }) {
+      ipv4 = boot.local_ipv4();
+    }
+    if (ipv4 == 0) ipv4 = htonl(INADDR_LOOPBACK);
+    auto ep = std::make_unique<transport::sockets::socket_endpoint>(rank_, nranks_, opt.channels, opt.socket.streams,
+                                                                     token, ipv4, opt.timeout);
+    published mine{ep->address(), opt.host_id != 0 ? opt.host_id : host::detail::derive_host_id(), gpu};
+    std::vector<published> all(static_cast<std::size_t>(nranks_));
+    boot.all_gather(std::as_bytes(std::span<const published>(&mine, 1)), std::as_writable_bytes(std::span(all)));
+    std::vector<transport::sockets::endpoint_address> addresses;
+    for (const published& p : all) {
+      addresses.push_back(p.address);
+      host_ids_.push_back(p.host_id);
+      gpus_.push_back(p.gpu);
+    }
+    ep->set_peers(std::move(addresses));
+    return ep;
+  }
+
   static void apply_env(host::net_options& opt) {
     if (opt.socket.ifname.empty())
       if (const char* e = std::getenv("COLLCOMM_SOCKET_IFNAME")) opt.socket.ifname = e;
@@ -163,8 +217,13 @@ class communicator<transport::net<Backend>> {
   }
 
   int rank_;
-  std::shared_ptr<world_type> w_;
+  int nranks_;
+  std::shared_ptr<world_type> w_;                   // host buffers
+  std::shared_ptr<gpu::net_part<Backend>> g_;       // GPU buffers
+  void (*check_)(const gpu::net_part<Backend>*, int) = nullptr;
+  void (*abort_)(gpu::net_part<Backend>*, int, const std::string&) = nullptr;
   std::vector<std::uint64_t> host_ids_;
+  std::vector<std::array<unsigned char, 16>> gpus_;
 };
 
 static_assert(communicator_like<communicator<transport::net<transport::socket>>>);

@@ -1,0 +1,388 @@
+// collcomm/gpu/net_proxy.hpp — GPU buffers over transport::net: a proxy thread per communicator
+// that moves the kernel's FIFO messages to and from the network, and the GPU members of
+// communicator<net<Backend>> (net.hpp declares them).
+//
+// Where the messages are. This rank's kernels see an ordinary FIFO table (transport/
+// connections.hpp) of which only their own connections exist (gpu::world's net world), in pinned
+// host memory mapped into the GPU, at system scope: per channel and peer an outbox (this rank ->
+// peer) and an inbox (peer -> this rank). The kernels take pcie_staged_handle: FIFO messages, the
+// simple protocol (the proxy moves whole messages; ll's flags are not a message boundary it can
+// see), no direct primitives.
+//
+// What the proxy does, per (channel, peer), in a loop on its own thread:
+//   outbox  the kernel published message m (tail): the proxy sends it from the slot itself (the
+//           backend connection's slots are the FIFO's), with its size word as the message's tag;
+//           its byte count is the word's element count times the element size of the call the
+//           word's fingerprint names (each launch tells the proxy, note_call), or the whole slot
+//           for an unknown fingerprint. When the peer released message m, the proxy stores the
+//           outbox's head, which frees the slot for the kernel.
+//   inbox   message m arrived (into the inbox slot itself): the proxy writes its size word, then
+//           the tail (release). When the kernel consumed it (head), the proxy releases it, which
+//           gives the peer its credit.
+// Connections are made when first needed: the lower rank connects when its outbox has a message
+// or when the peer asks (a request: the higher rank with a message for a peer it has no
+// connection to asks, every 100 ms, until the connection exists).
+//
+// Failures. A connection that fails (a peer whose process died, a reset, a protocol error; a
+// peer that left with a bye is none), a peer's abort text, or a connect that runs out of time is
+// recorded with a text naming the peer and the channel; the proxy then raises the world's abort
+// word (every wait of this rank's kernels ends), marks the world failed (later calls throw) and
+// sends its text to every connected peer. communicator::check() throws it. The kernels' own waits
+// stay bounded by the timeout.
+//
+// Latency: the proxy spins (with a pause) while there was work in the last 20 ms or a launch
+// happened since; otherwise it sleeps in poll(2) on its sockets for at most 1 ms.
+#pragma once
+
+#include <collcomm/config.hpp>
+#include <collcomm/error.hpp>
+#include <collcomm/gpu/launch.hpp>
+#include <collcomm/gpu/stall.hpp>
+#include <collcomm/gpu/world.hpp>
+#include <collcomm/net.hpp>
+#include <collcomm/transport/pcie_device.hpp>
+#include <collcomm/transport/socket/connection.hpp>
+
+#include <cuda_runtime.h>
+#include <poll.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+COLLCOMM_NAMESPACE_BEGIN
+namespace gpu {
+
+template <class Backend>
+class net_part {
+ public:
+  using connection_type = typename host::net_backend<Backend>::connection;
+  using endpoint_type = typename host::net_backend<Backend>::endpoint;
+
+  net_part(std::shared_ptr<world> w, int rank, std::unique_ptr<endpoint_type> ep, int streams)
+      : w_(std::move(w)),
+        rank_(rank),
+        n_(w_->size()),
+        nc_(w_->opts().channels),
+        slots_(static_cast<std::uint64_t>(w_->opts().slots)),
+        slot_bytes_(w_->opts().slot_bytes),
+        streams_(streams),
+        timeout_(w_->opts().timeout),
+        ep_(std::move(ep)),
+        links_(static_cast<std::size_t>(nc_) * static_cast<std::size_t>(n_)) {
+    thread_ = std::thread([this] { loop(); });
+  }
+  // Lets the proxy finish: every message sent and released by its receiver (bounded by the
+  // timeout), then a bye on every connection.
+  ~net_part() {
+    stop_.store(true);
+    if (thread_.joinable()) thread_.join();
+  }
+  net_part(const net_part&) = delete;
+  net_part& operator=(const net_part&) = delete;
+
+  world& gpu_world() const noexcept { return *w_; }
+
+  // A launch of a call whose messages carry fingerprint `fp` (31 bits) and elements of
+  // `elem_bytes` bytes is about to be enqueued.
+  void note_call(std::uint32_t fp, std::uint32_t elem_bytes) {
+    {
+      std::lock_guard<std::mutex> lock(calls_mutex_);
+      calls_[next_call_++ % calls_.size()] = {fp & 0x7fffffffu, elem_bytes};
+    }
+    launched_.store(true, std::memory_order_release);
+  }
+
+  std::string failure() const {
+    std::lock_guard<std::mutex> lock(failure_mutex_);
+    return failure_;
+  }
+  void abort(const std::string& text) { fail(text, false); }
+
+  static void check_of(const net_part* p, int rank) {
+    const std::string f = p->failure();
+    if (!f.empty()) collcomm::detail::fail(errc::system, "gpu collective over net", rank, f);
+    check_stall(*p->w_, rank);
+  }
+  static void abort_of(net_part* p, int rank, const std::string& why) {
+    p->w_->abort(rank, why);
+    p->abort("rank " + std::to_string(rank) + " aborted the communicator" + (why.empty() ? "" : ": " + why));
+  }
+
+ private:
+  using clock = std::chrono::steady_clock;
+  struct link {
+    std::unique_ptr<connection_type> c;
+    std::uint64_t sent = 0, credited = 0, delivered = 0, released = 0;
+    clock::time_point last_request{};
+  };
+  struct noted_call {
+    std::uint32_t fp = ~0u;
+    std::uint32_t elem_bytes = 0;
+  };
+
+  static std::uint64_t load(std::uint64_t* p) { return std::atomic_ref<std::uint64_t>(*p).load(std::memory_order_acquire); }
+  static void store(std::uint64_t* p, std::uint64_t v) {
+    std::atomic_ref<std::uint64_t>(*p).store(v, std::memory_order_release);
+  }
+
+  link& slot(int channel, int peer) {
+    return links_[static_cast<std::size_t>(channel) * static_cast<std::size_t>(n_) + static_cast<std::size_t>(peer)];
+  }
+  link& make(int channel, int peer) {
+    link& l = slot(channel, peer);
+    if (!l.c) {
+      const transport::fifo_view& out = w_->net_fifo(channel, rank_, peer);
+      const transport::fifo_view& in = w_->net_fifo(channel, peer, rank_);
+      l.c = std::make_unique<connection_type>(
+          rank_, peer, channel, static_cast<int>(slots_), slot_bytes_, streams_,
+          typename connection_type::external_slots{reinterpret_cast<std::byte*>(out.data),
+                                                   reinterpret_cast<std::byte*>(in.data)});
+    }
+    return l;
+  }
+
+  // The bytes of an outbox message from its size word (see the file comment).
+  std::size_t bytes_of(std::uint64_t word) {
+    const std::uint32_t fp = static_cast<std::uint32_t>(word >> 32) & 0x7fffffffu;
+    const std::uint64_t count = word & 0xffffffffu;
+    std::lock_guard<std::mutex> lock(calls_mutex_);
+    for (const noted_call& c : calls_)
+      if (c.fp == fp) return static_cast<std::size_t>(std::min<std::uint64_t>(count * c.elem_bytes, slot_bytes_));
+    return slot_bytes_;
+  }
+
+  void fail(const std::string& text, bool tell_world = true) {
+    {
+      std::lock_guard<std::mutex> lock(failure_mutex_);
+      if (!failure_.empty()) return;
+      failure_ = text;
+    }
+    std::atomic_ref<std::uint32_t>(*w_->net_abort_word()).store(1, std::memory_order_release);
+    if (tell_world) w_->mark_failed(text);
+    failed_.store(true, std::memory_order_release);
+  }
+
+  // One pass over everything. True when something moved.
+  bool step() {
+    bool moved = ep_->progress([&](int src, int channel) { return make(channel, src).c.get(); });
+    for (auto [src, channel] : ep_->take_requests()) {
+      link& l = make(channel, src);
+      if (!l.c->ready()) ep_->connect(*l.c);
+      moved = true;
+    }
+    const auto now = clock::now();
+    for (int ch = 0; ch < nc_; ++ch)
+      for (int p = 0; p < n_; ++p) {
+        if (p == rank_) continue;
+        const transport::fifo_view& out = w_->net_fifo(ch, rank_, p);
+        const transport::fifo_view& in = w_->net_fifo(ch, p, rank_);
+        const std::uint64_t tail = load(out.tail);
+        link& l = slot(ch, p);
+        if (!l.c) {
+          if (tail == 0) continue;
+          make(ch, p);
+        }
+        connection_type& c = *l.c;
+        if (tail > l.sent && !c.ready()) {
+          if (rank_ < p) {
+            ep_->connect(c);
+          } else if (now - l.last_request > std::chrono::milliseconds(100)) {
+            l.last_request = now;
+            ep_->request(c);
+          }
+        }
+        while (l.sent < tail && c.can_send(l.sent)) {
+          const std::uint64_t word = load(&out.sizes[l.sent % slots_]);
+          c.post(l.sent, bytes_of(word), word);
+          ++l.sent;
+          moved = true;
+        }
+        moved |= c.progress();
+        if (const std::uint64_t r = c.peer_released(); r > l.credited) {
+          store(out.head, r);
+          l.credited = r;
+          moved = true;
+        }
+        if (const std::uint64_t a = c.arrived_total(); a > l.delivered) {
+          for (std::uint64_t m = l.delivered; m < a; ++m) store(&in.sizes[m % slots_], c.recv_tag(m));
+          l.delivered = a;
+          store(in.tail, a);
+          moved = true;
+        }
+        for (const std::uint64_t h = load(in.head); l.released < h; ++l.released) {
+          c.release(l.released);
+          moved = true;
+        }
+        if (!c.peer_abort().empty())
+          fail("rank " + std::to_string(p) + " gave up: " + c.peer_abort());
+        else if (!c.failure().empty())
+          fail(c.failure());
+      }
+    return moved;
+  }
+
+  bool drained() const {
+    for (const link& l : links_)
+      if (l.c && !l.c->drained()) return false;
+    for (int ch = 0; ch < nc_; ++ch)
+      for (int p = 0; p < n_; ++p)
+        if (p != rank_ && load(w_->net_fifo(ch, rank_, p).tail) > links_[static_cast<std::size_t>(ch) * n_ + p].sent)
+          return false;
+    return true;
+  }
+
+  void poll_all(int ms) {
+    fds_.clear();
+    auto add = [&](int fd, bool out) { fds_.push_back({fd, static_cast<short>(POLLIN | (out ? POLLOUT : 0)), 0}); };
+    ep_->for_each_fd(add);
+    for (link& l : links_)
+      if (l.c) l.c->for_each_fd(add);
+    ::poll(fds_.data(), fds_.size(), ms);
+  }
+
+  void loop() {
+    auto active = clock::now();
+    std::chrono::steady_clock::time_point stop_by{};
+    bool stopping = false;
+    for (;;) {
+      if (!stopping && stop_.load(std::memory_order_acquire)) {
+        stopping = true;
+        stop_by = clock::now() + timeout_;
+      }
+      if (stopping && (failed_.load() || drained() || clock::now() >= stop_by)) break;
+      bool moved = false;
+      if (!failed_.load(std::memory_order_acquire)) {
+        try {
+          moved = step();
+        } catch (const error& e) {
+          fail(e.what());
+        } catch (const std::exception& e) {
+          fail(std::string("the network proxy failed: ") + e.what());
+        }
+      }
+      if (failed_.load(std::memory_order_acquire) && !told_) {
+        told_ = true;
+        const std::string text = failure();
+        for (link& l : links_)
+          if (l.c) l.c->send_abort(text);
+      }
+      const auto now = clock::now();
+      if (moved || launched_.exchange(false, std::memory_order_acq_rel)) {
+        active = now;
+        continue;
+      }
+      if (now - active < std::chrono::milliseconds(20)) {
+        std::this_thread::yield();
+        continue;
+      }
+      poll_all(1);
+    }
+    try {
+      for (link& l : links_)
+        if (l.c) l.c->send_bye();
+      const auto until = clock::now() + std::chrono::milliseconds(200);
+      for (;;) {
+        bool flushed = true;
+        for (link& l : links_)
+          if (l.c) {
+            l.c->progress();
+            flushed = flushed && l.c->flushed();
+          }
+        if (flushed || clock::now() >= until) break;
+        poll_all(5);
+      }
+      for (link& l : links_)
+        if (l.c) l.c->shutdown_writes();
+    } catch (...) {}
+  }
+
+  std::shared_ptr<world> w_;
+  int rank_, n_, nc_;
+  std::uint64_t slots_;
+  std::size_t slot_bytes_;
+  int streams_;
+  std::chrono::milliseconds timeout_;
+  std::unique_ptr<endpoint_type> ep_;
+  std::vector<link> links_;  // (channel, peer)
+  std::vector<pollfd> fds_;
+  std::mutex calls_mutex_;
+  std::array<noted_call, 64> calls_{};
+  std::uint64_t next_call_ = 0;
+  std::atomic<bool> launched_{false};
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> failed_{false};
+  bool told_ = false;
+  mutable std::mutex failure_mutex_;
+  std::string failure_;
+  std::thread thread_;  // last: started once everything above is made
+};
+
+}  // namespace gpu
+
+template <class Backend>
+template <bootstrap::bootstrap_like B>
+communicator<transport::net<Backend>>::communicator(B& boot, int device, gpu::options gpu_opts, host::net_options opt)
+    : rank_(boot.rank()), nranks_(boot.size()) {
+  apply_env(opt);
+  int ndev = 0;
+  detail::cuda_check(cudaGetDeviceCount(&ndev), "communicator<net>", rank_);
+  if (device < 0 || device >= ndev)
+    detail::fail(errc::invalid_argument, "communicator<net>", rank_,
+                 "argument 'device' = " + std::to_string(device) + " does not exist (" + std::to_string(ndev) +
+                     " visible)");
+  cudaDeviceProp prop{};
+  detail::cuda_check(cudaGetDeviceProperties(&prop, device), "communicator<net>: cudaGetDeviceProperties", rank_);
+  std::array<unsigned char, 16> gpu{};
+  std::memcpy(gpu.data(), &prop.uuid, 16);
+  auto ep = make_endpoint(boot, opt, gpu);
+  int on_gpu = 0;
+  for (int r = 0; r < nranks_; ++r)
+    on_gpu += gpus_[static_cast<std::size_t>(r)] == gpu && host_ids_[static_cast<std::size_t>(r)] == host_ids_[rank_];
+  gpu_opts.connections = gpu::placement::host;
+  detail::device_guard guard(device);
+  auto w = std::make_shared<gpu::world>(gpu::world::net_tag{}, nranks_, rank_, device, on_gpu, gpu_opts);
+  g_ = std::make_shared<gpu::net_part<Backend>>(std::move(w), rank_, std::move(ep), opt.socket.streams);
+  check_ = &gpu::net_part<Backend>::check_of;
+  abort_ = &gpu::net_part<Backend>::abort_of;
+}
+
+template <class Backend>
+template <class K, class Algo, class Tuning, class T, class Op>
+void communicator<transport::net<Backend>>::run(const coll_args& a0, const T* in, index_t, T* out, index_t,
+                                                const Op& op, cudaStream_t stream) const {
+  static_assert(std::is_same_v<typename Tuning::protocol, protocol::simple>,
+                "collcomm transport axis: over transport::net a GPU's messages go through a proxy thread that "
+                "moves whole messages: use protocol::simple (ll's flags are no message boundary it can see)");
+  if constexpr (!Algo::needs_direct && std::is_same_v<typename Tuning::protocol, protocol::simple>) {
+    if (!g_)
+      detail::fail(errc::invalid_usage, K::name, rank_,
+                   "this communicator was made for host buffers (without a device): make it with a device for GPU "
+                   "buffers, or call without a stream");
+    gpu::world& w = g_->gpu_world();
+    coll_args a = a0;
+    a.rank = rank_;
+    a.nranks = nranks_;
+    const gpu::launch_detail::launch_shape shape = gpu::launch_detail::shape_of<Tuning>(w, K::name, rank_);
+    if (shape.slot_bytes != w.opts().slot_bytes)
+      detail::fail(errc::invalid_argument, K::name, rank_,
+                   "tuning's slot_bytes = " + std::to_string(shape.slot_bytes) +
+                       " differs from option 'slot_bytes' = " + std::to_string(w.opts().slot_bytes) +
+                       ": over transport::net every message fills slots of the world's size");
+    coll_args fa = a;
+    fa.nchannels = shape.channels;
+    g_->note_call(gpu::launch_detail::fingerprint_of<K, Algo, Tuning, T, Op>(w.collectives_launched(rank_), fa, shape),
+                  static_cast<std::uint32_t>(sizeof(T)));
+    gpu::launch_on<K, Algo, Tuning, transport::pcie_staged_handle>(w, rank_, a, in, out, op, stream);
+  }
+}
+
+COLLCOMM_NAMESPACE_END

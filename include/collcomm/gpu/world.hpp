@@ -154,8 +154,11 @@ class world {
   const process_view& process() const noexcept { return proc_; }
   // The ranks whose process ended (a world of processes; empty otherwise).
   std::vector<int> dead_ranks() const { return proc_.resources ? proc_.resources->dead_ranks() : std::vector<int>{}; }
-  // A world of processes: the shared abort word (0; 1 a wait timed out; 2 abort()).
+  // A world of processes: the shared abort word (0; 1 a wait timed out; 2 abort()). A net world:
+  // its rank's word (1: a wait timed out or the proxy failed).
   std::uint32_t shared_abort_word() const {
+    if (!proc_.resources)  // a net world: this rank's own word (host memory), which its proxy raises
+      return is_net() ? std::atomic_ref<std::uint32_t>(*base_.abort).load(std::memory_order_acquire) : 0;
     return std::atomic_ref<std::uint32_t>(*proc_.resources->abort_word()).load(std::memory_order_acquire);
   }
 

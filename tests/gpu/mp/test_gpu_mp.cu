@@ -29,6 +29,7 @@
 #include <cuda_runtime.h>
 
 #include <dirent.h>
+#include <execinfo.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
@@ -874,7 +875,18 @@ int scenario_kill(bootstrap::tcp& boot, gpu::options o) {
   return code;
 }
 
+// A rank that crashes prints where (offsets into the executable: addr2line -e test_gpu_mp -f -C).
+void print_backtrace(int sig) {
+  void* frames[48];
+  const int k = ::backtrace(frames, 48);
+  ::backtrace_symbols_fd(frames, k, 2);
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
 int child_main(const std::string& scenario) {
+  ::signal(SIGSEGV, print_backtrace);
+  ::signal(SIGBUS, print_backtrace);
   g_report = std::fopen(std::getenv("COLLCOMM_TEST_REPORT"), "w");
   int code = 3;
   try {

@@ -4,6 +4,7 @@
 //   collcomm/gpu.hpp   the GPU executor alone (nvcc)
 #pragma once
 
+#include <collcomm/algo/hierarchical.hpp>
 #include <collcomm/bootstrap/env.hpp>
 #include <collcomm/bootstrap/local.hpp>
 #include <collcomm/bootstrap/tcp.hpp>
@@ -13,6 +14,7 @@
 #include <collcomm/host.hpp>
 #include <collcomm/kinds.hpp>
 #include <collcomm/ops.hpp>
+#include <collcomm/topology.hpp>
 #include <collcomm/tuning.hpp>
 #include <collcomm/types.hpp>
 #if defined(__CUDACC__)

@@ -3,6 +3,7 @@
 // communicator<transport::host_shm>, host::run_ranks and the collectives (collectives.hpp).
 #pragma once
 
+#include <collcomm/algo/hierarchical.hpp>
 #include <collcomm/collectives.hpp>
 #include <collcomm/communicator.hpp>
 #include <collcomm/host/options.hpp>

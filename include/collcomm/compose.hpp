@@ -73,10 +73,11 @@ constexpr void check_composition() {
   static_assert(transport_tag<Tr>, "collcomm transport axis: not a transport tag; use one from collcomm::transport.");
   if constexpr (element<T> && collective_kind<K> && transport_tag<Tr>) {
     if constexpr (detail::hierarchical_parts<A>::is) {
-      static_assert(detail::hierarchical_parts<A>::fifo,
-                    "collcomm algorithm axis: hierarchical<Intra, Inter> runs Intra and Inter on subgroups of ranks, "
-                    "with FIFO primitives only; Intra or Inter is a direct algorithm (one_shot, two_shot, direct), whose "
-                    "barrier and reductions span every rank of the communicator. Use ring or tree for both.");
+      static_assert(
+          detail::hierarchical_parts<A>::fifo,
+          "collcomm algorithm axis: hierarchical<Intra, Inter> runs Intra and Inter on subgroups of ranks, "
+          "with FIFO primitives only; Intra or Inter is a direct algorithm (one_shot, two_shot, direct), whose "
+          "barrier and reductions span every rank of the communicator. Use ring or tree for both.");
       static_assert(!detail::hierarchical_parts<A>::fifo || algorithm_for<A, K>,
                     "collcomm algorithm axis: hierarchical<Intra, Inter> has no schedule for this kind with these "
                     "parts: all_reduce needs Intra reduce and broadcast and Inter all_reduce; reduce_scatter needs "

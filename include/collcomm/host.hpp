@@ -1,4 +1,5 @@
 // collcomm/host.hpp — everything the host executor needs: host::world and host::options,
+// topology_table and communicator::set_topology (for algo::hierarchical),
 // host::make_process_world (ranks as processes),
 // communicator<transport::host_shm>, host::run_ranks and the collectives (collectives.hpp).
 #pragma once

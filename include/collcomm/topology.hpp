@@ -145,7 +145,8 @@ class topology_table {
     view_.nhosts = host_first_.empty() ? 0 : static_cast<int>(host_first_.size()) - 1;
     view_.max_local = 0;
     for (int h = 0; h < view_.nhosts; ++h)
-      view_.max_local = std::max(view_.max_local, host_first_[static_cast<size_t>(h) + 1] - host_first_[static_cast<size_t>(h)]);
+      view_.max_local =
+          std::max(view_.max_local, host_first_[static_cast<size_t>(h) + 1] - host_first_[static_cast<size_t>(h)]);
     view_.host_of = host_of_.data();
     view_.local_index = local_index_.data();
     view_.host_first = host_first_.data();

@@ -144,7 +144,8 @@ int all_reduce_case(const pretend_hosts& hosts, index_t count, opk o, bool in_pl
   const int n = static_cast<int>(hosts.ids.size());
   std::vector<std::vector<T>> in(static_cast<size_t>(n)), out(static_cast<size_t>(n));
   for (auto& v : in) v = random_vector<T>(count, rng);
-  for (int r = 0; r < n; ++r) out[static_cast<size_t>(r)] = in_place ? in[static_cast<size_t>(r)] : std::vector<T>(count, poison<T>());
+  for (int r = 0; r < n; ++r)
+    out[static_cast<size_t>(r)] = in_place ? in[static_cast<size_t>(r)] : std::vector<T>(count, poison<T>());
   with_op<T>(o, [&](auto opv) {
     run_world(hosts, [&](comm_t& comm) {
       const auto r = static_cast<size_t>(comm.rank());
@@ -178,8 +179,10 @@ int reduce_scatter_case(const pretend_hosts& hosts, index_t count, opk o, bool i
   std::vector<T> xs(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r)
     for (index_t i = 0; i < count; ++i) {
-      for (int q = 0; q < n; ++q) xs[static_cast<size_t>(q)] = orig[static_cast<size_t>(q)][static_cast<size_t>(r) * count + i];
-      const T got = in_place ? in[static_cast<size_t>(r)][static_cast<size_t>(r) * count + i] : out[static_cast<size_t>(r)][i];
+      for (int q = 0; q < n; ++q)
+        xs[static_cast<size_t>(q)] = orig[static_cast<size_t>(q)][static_cast<size_t>(r) * count + i];
+      const T got =
+          in_place ? in[static_cast<size_t>(r)][static_cast<size_t>(r) * count + i] : out[static_cast<size_t>(r)][i];
       wrong += !reduced_ok<T>(o, xs, got);
     }
   return wrong;
@@ -197,7 +200,9 @@ int all_gather_case(const pretend_hosts& hosts, index_t count, bool in_place, st
   for (auto& v : in) v = random_vector<T>(count, rng);
   for (int r = 0; r < n; ++r) {
     out[static_cast<size_t>(r)].assign(count * static_cast<index_t>(n), poison<T>());
-    if (in_place) std::copy(in[static_cast<size_t>(r)].begin(), in[static_cast<size_t>(r)].end(), out[static_cast<size_t>(r)].begin() + static_cast<std::ptrdiff_t>(static_cast<index_t>(r) * count));
+    if (in_place)
+      std::copy(in[static_cast<size_t>(r)].begin(), in[static_cast<size_t>(r)].end(),
+                out[static_cast<size_t>(r)].begin() + static_cast<std::ptrdiff_t>(static_cast<index_t>(r) * count));
   }
   run_world(hosts, [&](comm_t& comm) {
     const auto r = static_cast<size_t>(comm.rank());
@@ -208,7 +213,8 @@ int all_gather_case(const pretend_hosts& hosts, index_t count, bool in_place, st
   for (int r = 0; r < n; ++r)
     for (int q = 0; q < n; ++q)
       for (index_t i = 0; i < count; ++i)
-        wrong += !same_bits(out[static_cast<size_t>(r)][static_cast<size_t>(q) * count + i], in[static_cast<size_t>(q)][i]);
+        wrong +=
+            !same_bits(out[static_cast<size_t>(r)][static_cast<size_t>(q) * count + i], in[static_cast<size_t>(q)][i]);
   return wrong;
 }
 
@@ -217,7 +223,9 @@ int broadcast_case(const pretend_hosts& hosts, index_t count, int root, bool in_
   const int n = static_cast<int>(hosts.ids.size());
   std::vector<std::vector<T>> in(static_cast<size_t>(n)), out(static_cast<size_t>(n));
   for (auto& v : in) v = random_vector<T>(count, rng);
-  for (int r = 0; r < n; ++r) out[static_cast<size_t>(r)] = in_place && r == root ? in[static_cast<size_t>(r)] : std::vector<T>(count, poison<T>());
+  for (int r = 0; r < n; ++r)
+    out[static_cast<size_t>(r)] =
+        in_place && r == root ? in[static_cast<size_t>(r)] : std::vector<T>(count, poison<T>());
   run_world(hosts, [&](comm_t& comm) {
     const auto r = static_cast<size_t>(comm.rank());
     const T* src = in_place && comm.rank() == root ? out[r].data() : in[r].data();
@@ -248,29 +256,40 @@ void run_matrix() {
       const bool in_place = (count + static_cast<index_t>(n)) % 2 == 0;
       const std::string at = std::string(h.name) + " count " + std::to_string(count) + (in_place ? " in place" : "");
       for (opk o : {opk::sum, opk::avg, opk::max}) {
-        report(all_reduce_case<Algo, float>(h, count, o, in_place, rng), "all_reduce float " + std::string(opk_name(o)) + " " + at);
-        report(all_reduce_case<Algo, std::int32_t>(h, count, o, !in_place, rng), "all_reduce int32 " + std::string(opk_name(o)) + " " + at);
-        report(reduce_scatter_case<Algo, float>(h, count, o, in_place, rng), "reduce_scatter float " + std::string(opk_name(o)) + " " + at);
-        report(reduce_scatter_case<Algo, std::int32_t>(h, count, o, !in_place, rng), "reduce_scatter int32 " + std::string(opk_name(o)) + " " + at);
+        report(all_reduce_case<Algo, float>(h, count, o, in_place, rng),
+               "all_reduce float " + std::string(opk_name(o)) + " " + at);
+        report(all_reduce_case<Algo, std::int32_t>(h, count, o, !in_place, rng),
+               "all_reduce int32 " + std::string(opk_name(o)) + " " + at);
+        report(reduce_scatter_case<Algo, float>(h, count, o, in_place, rng),
+               "reduce_scatter float " + std::string(opk_name(o)) + " " + at);
+        report(reduce_scatter_case<Algo, std::int32_t>(h, count, o, !in_place, rng),
+               "reduce_scatter int32 " + std::string(opk_name(o)) + " " + at);
       }
       report(all_gather_case<Algo, float>(h, count, in_place, rng), "all_gather float " + at);
       report(all_gather_case<Algo, std::int32_t>(h, count, !in_place, rng), "all_gather int32 " + at);
       for (int root : {0, n - 1, n / 2}) {
-        report(broadcast_case<Algo, float>(h, count, root, in_place, rng), "broadcast float root " + std::to_string(root) + " " + at);
-        report(broadcast_case<Algo, std::int32_t>(h, count, root, !in_place, rng), "broadcast int32 root " + std::to_string(root) + " " + at);
+        report(broadcast_case<Algo, float>(h, count, root, in_place, rng),
+               "broadcast float root " + std::to_string(root) + " " + at);
+        report(broadcast_case<Algo, std::int32_t>(h, count, root, !in_place, rng),
+               "broadcast int32 root " + std::to_string(root) + " " + at);
       }
     }
   }
-  const std::string summary = std::string(Algo::name) + ": " + std::to_string(cases) + " calls checked, " + std::to_string(failed) + " wrong";
+  const std::string summary =
+      std::string(Algo::name) + ": " + std::to_string(cases) + " calls checked, " + std::to_string(failed) + " wrong";
   MESSAGE(summary);
   CHECK(failed == 0);
 }
 
 }  // namespace
 
-TEST_CASE("host hierarchical<ring, ring> over pretend hosts") { run_matrix<algo::hierarchical<algo::ring, algo::ring>>(); }
+TEST_CASE("host hierarchical<ring, ring> over pretend hosts") {
+  run_matrix<algo::hierarchical<algo::ring, algo::ring>>();
+}
 
-TEST_CASE("host hierarchical<tree, ring> over pretend hosts") { run_matrix<algo::hierarchical<algo::tree, algo::ring>>(); }
+TEST_CASE("host hierarchical<tree, ring> over pretend hosts") {
+  run_matrix<algo::hierarchical<algo::tree, algo::ring>>();
+}
 
 TEST_CASE("host hierarchical: no topology is one host") {
   const int n = 4;
@@ -281,7 +300,8 @@ TEST_CASE("host hierarchical: no topology is one host") {
   collcomm::host::world w(n, small_slots());
   collcomm::host::run_ranks(w, [&](comm_t& comm) {
     const auto r = static_cast<size_t>(comm.rank());
-    collcomm::all_reduce<algo::hierarchical<algo::ring, algo::ring>>(comm, in[r].data(), out[r].data(), count, op::sum{});
+    collcomm::all_reduce<algo::hierarchical<algo::ring, algo::ring>>(comm, in[r].data(), out[r].data(), count,
+                                                                     op::sum{});
   });
   int wrong = 0;
   std::vector<float> xs(n);

@@ -173,7 +173,8 @@ inline bytes_expectation expected_cross_host_bytes(std::string_view algo, std::s
                                 : "2(H-1)/H*C/L across hosts per rank (mean 2(H-1)C/N)";
     e.max_sent = f * cnt * spread;
     e.mean_sent = inter == "ring" ? 2 * (H - 1) * cnt / n : -1;
-    e.slack = f * P * align * ch + 2 * (H - 1) * align * ch * (P + 1) + (inter == "tree" ? 4 * c.slot_elems * (P + 1) : 0);
+    e.slack =
+        f * P * align * ch + 2 * (H - 1) * align * ch * (P + 1) + (inter == "tree" ? 4 * c.slot_elems * (P + 1) : 0);
   } else if (kind == "reduce_scatter") {
     e.formula = "(N-1)*C/L across hosts per rank (mean H(N-1)C/N)";
     e.max_sent = (n - 1) * cnt * spread;

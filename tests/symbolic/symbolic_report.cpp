@@ -65,7 +65,8 @@ int main() {
         c.align_elems = 16;
         const report f = measure<K, collcomm::algo::ring>(c);
         const report h = measure<K, hier>(c);
-        const double buf = static_cast<double>(n_times_count_kind<K>() ? c.count * static_cast<index_t>(c.nranks) : c.count);
+        const double buf =
+            static_cast<double>(n_times_count_kind<K>() ? c.count * static_cast<index_t>(c.nranks) : c.count);
         const bytes_expectation e = expected_cross_host_bytes(hier::name, K::name, c);
         const std::string hosts = std::to_string(H) + " x " + std::to_string(L);
         std::printf("%-15s %-12s %-24s %10.4f %10.4f %10.4f %10.4f  %s\n", K::name, hosts.c_str(),

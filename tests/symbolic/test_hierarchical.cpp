@@ -65,8 +65,10 @@ layout make_layout(const std::vector<int>& sizes, int placement, std::mt19937& r
 std::vector<layout> sweep_layouts(std::mt19937& rng) {
   std::vector<layout> out;
   for (int H = 1; H <= 8; ++H)
-    for (int L = 1; L <= 8; ++L) out.push_back(make_layout(std::vector<int>(static_cast<size_t>(H), L), (H + L) % 3, rng));
-  const std::vector<std::vector<int>> fixed = {{3, 1}, {1, 3}, {1, 4, 2}, {2, 5, 1, 3}, {8, 1}, {1, 8, 8}, {7, 8, 6, 5}};
+    for (int L = 1; L <= 8; ++L)
+      out.push_back(make_layout(std::vector<int>(static_cast<size_t>(H), L), (H + L) % 3, rng));
+  const std::vector<std::vector<int>> fixed = {{3, 1}, {1, 3},    {1, 4, 2},   {2, 5, 1, 3},
+                                               {8, 1}, {1, 8, 8}, {7, 8, 6, 5}};
   for (size_t k = 0; k < fixed.size(); ++k) out.push_back(make_layout(fixed[k], static_cast<int>(k % 3), rng));
   std::uniform_int_distribution<int> hosts(2, 8), size(1, 8);
   for (int k = 0; k < 12; ++k) {
@@ -82,8 +84,13 @@ void sweep_one(const std::vector<layout>& layouts, int& runs, int& failures) {
   int variant = 0;
   for (const layout& l : layouts) {
     const int n = static_cast<int>(l.ids.size());
-    std::vector<index_t> counts = {0, 1, static_cast<index_t>(n - 1), static_cast<index_t>(n), static_cast<index_t>(n + 1),
-                                   97, n <= 16 ? index_t{1031} : index_t{263}};
+    std::vector<index_t> counts = {0,
+                                   1,
+                                   static_cast<index_t>(n - 1),
+                                   static_cast<index_t>(n),
+                                   static_cast<index_t>(n + 1),
+                                   97,
+                                   n <= 16 ? index_t{1031} : index_t{263}};
     std::sort(counts.begin(), counts.end());
     counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
     for (index_t count : counts) {
@@ -137,10 +144,12 @@ void sweep_algorithm() {
 }  // namespace
 
 TEST_CASE("symbolic hierarchical sweep ring-ring") {
-  sweep_algorithm<hierarchical<ring, ring>, kind::all_reduce, kind::reduce_scatter, kind::all_gather, kind::broadcast>();
+  sweep_algorithm<hierarchical<ring, ring>, kind::all_reduce, kind::reduce_scatter, kind::all_gather,
+                  kind::broadcast>();
 }
 TEST_CASE("symbolic hierarchical sweep tree-ring") {
-  sweep_algorithm<hierarchical<tree, ring>, kind::all_reduce, kind::reduce_scatter, kind::all_gather, kind::broadcast>();
+  sweep_algorithm<hierarchical<tree, ring>, kind::all_reduce, kind::reduce_scatter, kind::all_gather,
+                  kind::broadcast>();
 }
 TEST_CASE("symbolic hierarchical sweep ring-tree") {
   sweep_algorithm<hierarchical<ring, tree>, kind::all_reduce, kind::broadcast>();
@@ -157,8 +166,9 @@ TEST_CASE("symbolic hierarchical: which kinds each composition serves") {
   static_assert(!collcomm::algorithm_for<hierarchical<ring, tree>, kind::all_gather>);
   static_assert(!collcomm::valid_composition<kind::all_reduce, hierarchical<ring, ring>, collcomm::transport::host_shm,
                                              collcomm::op::bit_and, float>);
-  static_assert(collcomm::valid_composition<kind::all_reduce, hierarchical<tree, ring>,
-                                            collcomm::transport::net<collcomm::transport::socket>, collcomm::op::sum, float>);
+  static_assert(
+      collcomm::valid_composition<kind::all_reduce, hierarchical<tree, ring>,
+                                  collcomm::transport::net<collcomm::transport::socket>, collcomm::op::sum, float>);
   CHECK(std::string(hierarchical<ring, tree>::name) == "hierarchical<ring,tree>");
 }
 
@@ -187,8 +197,8 @@ int cross_host_kind(const std::vector<layout>& layouts) {
           ++checked;
           const std::string why = r.ok ? check_cross_host_bytes(e, r) : r.message;
           if (!why.empty() && ++failures <= 3) {
-            const std::string msg = std::string(A::name) + " " + K::name + " " + l.name + " count=" +
-                                    std::to_string(count) + " channels=" + std::to_string(ch) +
+            const std::string msg = std::string(A::name) + " " + K::name + " " + l.name +
+                                    " count=" + std::to_string(count) + " channels=" + std::to_string(ch) +
                                     " align=" + std::to_string(align) + ": " + why;
             FAIL_CHECK(msg);
           }
@@ -233,9 +243,10 @@ TEST_CASE("symbolic hierarchical bytes: all_reduce across hosts against a flat r
     const double C = static_cast<double>(c.count), ideal = 2.0 * 3 / 4 * C / 8, flat = 2.0 * 31 / 32 * C;
     const std::string figures = std::string(placement ? "round robin" : "contiguous") +
                                 " hosts 4 x 8, all_reduce of 1 Mi elements, elements sent across hosts per rank: "
-                                "hierarchical<ring,ring> max " + std::to_string(h.max_cross_host()) + " (model " +
-                                std::to_string(ideal) + "), flat ring max " + std::to_string(f.max_cross_host()) +
-                                " mean " + std::to_string(f.mean_cross_host());
+                                "hierarchical<ring,ring> max " +
+                                std::to_string(h.max_cross_host()) + " (model " + std::to_string(ideal) +
+                                "), flat ring max " + std::to_string(f.max_cross_host()) + " mean " +
+                                std::to_string(f.mean_cross_host());
     MESSAGE(figures);
     CHECK(h.ok);
     CHECK(static_cast<double>(h.max_cross_host()) <= ideal * 1.001);

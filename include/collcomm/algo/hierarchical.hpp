@@ -214,7 +214,9 @@ COLLCOMM_HD constexpr coll_args sub_args(int me, subgroup g, index_t count, int 
 
 // A runs a schedule of kind K over primitives Q.
 template <class A, class K, class Q>
-concept runs = requires(Q& q, const coll_args& a) { A::run(K{}, q, a); };
+concept runs = requires(Q& q, const coll_args& a) {
+  A::run(K{}, q, a);
+};
 
 template <class A>
 constexpr bool in_place_safe_of() {
@@ -277,10 +279,10 @@ struct hierarchical {
  public:
   COLLCOMM_EXEC_CHECK_DISABLE
   template <class P>
-    requires hier_detail::subgroup_algorithm<Intra> && hier_detail::subgroup_algorithm<Inter> &&
-             hier_detail::runs<Intra, kind::reduce, sub<P>> && hier_detail::runs<Intra, kind::broadcast, sub<P>> &&
-             hier_detail::runs<Inter, kind::all_reduce, sub<P>>
-  COLLCOMM_HD static void run(kind::all_reduce, P& p, const coll_args& a) {
+  requires hier_detail::subgroup_algorithm<Intra> && hier_detail::subgroup_algorithm<Inter> &&
+      hier_detail::runs<Intra, kind::reduce, sub<P>> && hier_detail::runs<Intra, kind::broadcast, sub<P>> &&
+      hier_detail::runs<Inter, kind::all_reduce, sub<P>>
+          COLLCOMM_HD static void run(kind::all_reduce, P& p, const coll_args& a) {
     if (hosts_of(a) == 1) {
       if constexpr (direct_runs<Intra, kind::all_reduce, P>) {
         Intra::run(kind::all_reduce{}, p, a);
@@ -312,8 +314,8 @@ struct hierarchical {
       const index_t b = mine.begin + static_cast<index_t>(j) * per;
       return j < parts ? range{b, per} : range{b, mine.begin + mine.size - b};
     };
-    constexpr bool rounds_ok = hier_detail::runs<Intra, kind::reduce_scatter, sub<P>> &&
-                               hier_detail::runs<Intra, kind::all_gather, sub<P>>;
+    constexpr bool rounds_ok =
+        hier_detail::runs<Intra, kind::reduce_scatter, sub<P>> && hier_detail::runs<Intra, kind::all_gather, sub<P>>;
     const int rounds = rounds_ok && per > 0 ? parts / L : 0;  // full reduce_scatter rounds of L parts
     const subgroup local{&t, form::host, h, 0};
 
@@ -360,9 +362,9 @@ struct hierarchical {
 
   COLLCOMM_EXEC_CHECK_DISABLE
   template <class P>
-    requires hier_detail::subgroup_algorithm<Intra> && hier_detail::subgroup_algorithm<Inter> &&
-             hier_detail::runs<Inter, kind::reduce_scatter, sub<P>>
-  COLLCOMM_HD static void run(kind::reduce_scatter, P& p, const coll_args& a) {
+  requires hier_detail::subgroup_algorithm<Intra> && hier_detail::subgroup_algorithm<Inter> &&
+      hier_detail::runs<Inter, kind::reduce_scatter, sub<P>>
+          COLLCOMM_HD static void run(kind::reduce_scatter, P& p, const coll_args& a) {
     if (hosts_of(a) == 1) {
       if constexpr (direct_runs<Intra, kind::reduce_scatter, P>)
         Intra::run(kind::reduce_scatter{}, p, a);
@@ -390,9 +392,9 @@ struct hierarchical {
 
   COLLCOMM_EXEC_CHECK_DISABLE
   template <class P>
-    requires hier_detail::subgroup_algorithm<Intra> && hier_detail::subgroup_algorithm<Inter> &&
-             hier_detail::runs<Inter, kind::all_gather, sub<P>> && hier_detail::runs<Intra, kind::broadcast, sub<P>>
-  COLLCOMM_HD static void run(kind::all_gather, P& p, const coll_args& a) {
+  requires hier_detail::subgroup_algorithm<Intra> && hier_detail::subgroup_algorithm<Inter> &&
+      hier_detail::runs<Inter, kind::all_gather, sub<P>> && hier_detail::runs<Intra, kind::broadcast, sub<P>>
+          COLLCOMM_HD static void run(kind::all_gather, P& p, const coll_args& a) {
     if (hosts_of(a) == 1) {
       if constexpr (direct_runs<Intra, kind::all_gather, P>)
         Intra::run(kind::all_gather{}, p, a);
@@ -445,9 +447,9 @@ struct hierarchical {
 
   COLLCOMM_EXEC_CHECK_DISABLE
   template <class P>
-    requires hier_detail::subgroup_algorithm<Intra> && hier_detail::subgroup_algorithm<Inter> &&
-             hier_detail::runs<Inter, kind::broadcast, sub<P>> && hier_detail::runs<Intra, kind::broadcast, sub<P>>
-  COLLCOMM_HD static void run(kind::broadcast, P& p, const coll_args& a) {
+  requires hier_detail::subgroup_algorithm<Intra> && hier_detail::subgroup_algorithm<Inter> &&
+      hier_detail::runs<Inter, kind::broadcast, sub<P>> && hier_detail::runs<Intra, kind::broadcast, sub<P>>
+          COLLCOMM_HD static void run(kind::broadcast, P& p, const coll_args& a) {
     if (hosts_of(a) == 1) {
       Intra::run(kind::broadcast{}, p, a);
       return;

@@ -4,6 +4,7 @@
 //   collcomm/gpu.hpp   the GPU executor alone (nvcc)
 #pragma once
 
+#include <collcomm/algo/hierarchical.hpp>
 #include <collcomm/bootstrap/env.hpp>
 #include <collcomm/bootstrap/local.hpp>
 #include <collcomm/bootstrap/tcp.hpp>
@@ -14,6 +15,7 @@
 #include <collcomm/kinds.hpp>
 #include <collcomm/net.hpp>
 #include <collcomm/ops.hpp>
+#include <collcomm/topology.hpp>
 #include <collcomm/tuning.hpp>
 #include <collcomm/types.hpp>
 #if defined(__CUDACC__)

@@ -24,6 +24,7 @@
 #include <collcomm/host/process_world.hpp>
 #include <collcomm/host/world.hpp>
 #include <collcomm/kinds.hpp>
+#include <collcomm/topology.hpp>
 #include <collcomm/transport/tags.hpp>
 
 #include <concepts>
@@ -79,6 +80,17 @@ class communicator<transport::host_shm> {
   int rank() const noexcept { return rank_; }
   int size() const noexcept { return w_->size(); }
   host::world& host_world() const noexcept { return *w_; }
+
+  // Which host each rank sits on, for algo::hierarchical (coll_args::topo of every later call);
+  // null (the default): one host. Real or pretend hosts: the host executor moves data the same
+  // way. Every rank of the communicator sets an equal table before the calls that use it (the
+  // call's fingerprint does not cover it). Throws errc::invalid_argument when the table is not for
+  // size() ranks. split() and dup() start without one.
+  void set_topology(std::shared_ptr<const topology_table> t) {
+    if (t) t->check_size(size(), "communicator::set_topology", rank_, "t");
+    topo_ = std::move(t);
+  }
+  const topology* topology_view() const noexcept { return topo_ ? &topo_->view() : nullptr; }
 
   // The ranks that pass the same color >= 0 form a new communicator, ordered by key and then by
   // rank here (NCCL's and MPI's rule); a negative color (collcomm::no_color) joins none and gets
@@ -145,6 +157,7 @@ class communicator<transport::host_shm> {
       ca.nranks = w_->size();
       ca.channel = c;
       ca.nchannels = nc;
+      ca.topo = topology_view();
       host::primitives<T, Op> p(*w_, ca, K::name, Algo::name, call, Algo::needs_direct, in, in_elems, out, out_elems,
                                 op, slot_bytes);
       Algo::run(K{}, p, static_cast<const coll_args&>(ca));
@@ -158,6 +171,7 @@ class communicator<transport::host_shm> {
   std::shared_ptr<host::world> owner_;  // worlds of processes; a world of threads is the caller's
   host::world* w_;
   int rank_;
+  std::shared_ptr<const topology_table> topo_;  // null: one host
 };
 
 static_assert(communicator_like<communicator<transport::host_shm>>);

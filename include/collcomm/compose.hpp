@@ -13,6 +13,11 @@
 
 COLLCOMM_NAMESPACE_BEGIN
 
+namespace algo {
+template <class Intra, class Inter>
+struct hierarchical;  // algo/hierarchical.hpp
+}  // namespace algo
+
 namespace detail {
 // Stands for any executor's primitives when asking "does this algorithm have a schedule for this
 // kind?". Declared only: never called.
@@ -30,6 +35,17 @@ struct archetype_primitives {
   void barrier();
   void direct_reduce_copy(buf_ref, buf_ref, index_t, bool);
   void direct_copy(int, buf_ref, buf_ref, index_t);
+};
+
+// Whether A is a hierarchical<Intra, Inter>, and its parts.
+template <class A>
+struct hierarchical_parts {
+  static constexpr bool is = false;
+};
+template <class Intra, class Inter>
+struct hierarchical_parts<algo::hierarchical<Intra, Inter>> {
+  static constexpr bool is = true;
+  static constexpr bool fifo = !Intra::needs_direct && !Inter::needs_direct;
 };
 }  // namespace detail
 
@@ -56,6 +72,18 @@ constexpr void check_composition() {
   static_assert(collective_kind<K>, "collcomm kind axis: K is not a collective kind; use a tag from collcomm::kind.");
   static_assert(transport_tag<Tr>, "collcomm transport axis: not a transport tag; use one from collcomm::transport.");
   if constexpr (element<T> && collective_kind<K> && transport_tag<Tr>) {
+    if constexpr (detail::hierarchical_parts<A>::is) {
+      static_assert(
+          detail::hierarchical_parts<A>::fifo,
+          "collcomm algorithm axis: hierarchical<Intra, Inter> runs Intra and Inter on subgroups of ranks, "
+          "with FIFO primitives only; Intra or Inter is a direct algorithm (one_shot, two_shot, direct), whose "
+          "barrier and reductions span every rank of the communicator. Use ring or tree for both.");
+      static_assert(!detail::hierarchical_parts<A>::fifo || algorithm_for<A, K>,
+                    "collcomm algorithm axis: hierarchical<Intra, Inter> has no schedule for this kind with these "
+                    "parts: all_reduce needs Intra reduce and broadcast and Inter all_reduce; reduce_scatter needs "
+                    "Inter reduce_scatter; all_gather needs Inter all_gather and Intra broadcast; broadcast needs "
+                    "both broadcasts (hierarchical<ring, ring> serves all four).");
+    }
     static_assert(algorithm_for<A, K>,
                   "collcomm algorithm axis: this algorithm has no schedule for this collective kind. "
                   "Pick one that has (ring serves all_reduce, reduce_scatter, all_gather, broadcast, reduce; "

@@ -82,6 +82,8 @@ concept collective_kind = requires {
 
 inline constexpr int no_peer = -1;
 
+struct topology;  // topology.hpp: which host each rank sits on
+
 // What one rank's schedule is asked to do, on one channel. Trivially copyable: it travels to the
 // GPU by value. `count` has the meaning of the kind's table above.
 struct coll_args {
@@ -93,6 +95,7 @@ struct coll_args {
   int recv_peer = no_peer;  // send_recv: where this rank's output comes from (no_peer: nothing)
   int channel = 0;          // this channel, 0 <= channel < nchannels
   int nchannels = 1;        // channels run independently, each on its own connections
+  const topology* topo = nullptr;  // the ranks' hosts (algo::hierarchical reads it); null: one host
 };
 
 // Elements of each rank's input and output buffer for a kind (root-only buffers count at every

@@ -11,6 +11,7 @@
 
 #include "symbolic_executor.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <string_view>
@@ -109,6 +110,98 @@ inline std::string check_bytes(const bytes_expectation& e, const report& r) {
            fmt(e.slack) + " (" + e.formula + ")";
   if (e.mean_peer >= 0 && std::fabs(r.mean_peer_read() - e.mean_peer) > 1e-6 * (1 + e.mean_peer))
     return "mean peer read " + fmt(r.mean_peer_read()) + " != " + fmt(e.mean_peer) + " (" + e.formula + ")";
+  return "";
+}
+
+// ---- elements sent across hosts (config::host_ids) ------------------------------------------
+
+// The hosts of a configuration: H, the ranks per host, the largest and smallest.
+struct host_shape {
+  int hosts = 1, max_local = 0, min_local = 0;
+  bool equal = true;
+};
+
+inline host_shape shape_of_hosts(const config& c) {
+  host_shape s;
+  if (c.host_ids.empty()) {
+    s.max_local = s.min_local = c.nranks;
+    return s;
+  }
+  const collcomm::topology_table t = collcomm::topology_table::from_host_ids(c.host_ids);
+  s.hosts = t.nhosts();
+  s.max_local = 0;
+  s.min_local = c.nranks;
+  for (int h = 0; h < s.hosts; ++h) {
+    s.max_local = std::max(s.max_local, t.view().local_size(h));
+    s.min_local = std::min(s.min_local, t.view().local_size(h));
+  }
+  s.equal = s.max_local == s.min_local;
+  return s;
+}
+
+// Elements each rank of hierarchical<Intra,Inter> (by name) sends to ranks on other hosts: the
+// expectation's max_sent / mean_sent stand for cross-host elements here. H hosts, L ranks per host
+// when they are equal, P the most ranks on one host, Lmin the fewest, C the count.
+//   all_reduce     Inter ring: mean 2(H-1)*C/N exactly (each part's Inter all_reduce runs among H
+//                  owners, and only there do elements cross); max 2(H-1)/H * C/L on equal hosts,
+//                  2(H-1)/H * C * ceil(P/Lmin)/P in general (a rank owns up to ceil(P/L_h) parts),
+//                  plus the remainder part (< P*align per channel) and the ring's rounding.
+//                  Inter tree: max 2 * the same share.
+//   reduce_scatter P rings (Inter ring), one crossing per host per ring: mean H(N-1)*C/N exactly;
+//                  max (N-1)*C/L on equal hosts, (N-1)*C*ceil(P/Lmin)/P in general, plus rounding.
+//   all_gather     Inter ring among H owners for each of the P parts: mean P*H*(H-1)*C/N exactly;
+//                  max (H-1)*C on equal hosts, (H-1)*C*ceil(P/Lmin) in general.
+//   broadcast      one carrier per host: mean (H-1)*C/N exactly; max C (Inter ring), 2C (tree).
+// One host: nothing crosses.
+inline bytes_expectation expected_cross_host_bytes(std::string_view algo, std::string_view kind, const config& c) {
+  bytes_expectation e;
+  if (algo.substr(0, 13) != "hierarchical<") return e;
+  const std::string_view inter = algo.substr(algo.find(',') + 1, algo.size() - algo.find(',') - 2);
+  const host_shape hs = shape_of_hosts(c);
+  const double n = c.nranks, cnt = static_cast<double>(c.count), H = hs.hosts, P = hs.max_local;
+  const double align = static_cast<double>(c.align_elems), ch = c.channels;
+  const double spread = std::ceil(P / hs.min_local) / P;  // the share of C one rank carries, at most
+  e.known = true;
+  if (hs.hosts == 1) {
+    e.formula = "nothing crosses hosts on one host";
+    e.max_sent = e.mean_sent = 0;
+    return e;
+  }
+  if (kind == "all_reduce") {
+    const double f = inter == "tree" ? 2 : 2 * (H - 1) / H;
+    e.formula = inter == "tree" ? "<= 2*C*ceil(P/Lmin)/P across hosts (Inter tree)"
+                                : "2(H-1)/H*C/L across hosts per rank (mean 2(H-1)C/N)";
+    e.max_sent = f * cnt * spread;
+    e.mean_sent = inter == "ring" ? 2 * (H - 1) * cnt / n : -1;
+    e.slack =
+        f * P * align * ch + 2 * (H - 1) * align * ch * (P + 1) + (inter == "tree" ? 4 * c.slot_elems * (P + 1) : 0);
+  } else if (kind == "reduce_scatter") {
+    e.formula = "(N-1)*C/L across hosts per rank (mean H(N-1)C/N)";
+    e.max_sent = (n - 1) * cnt * spread;
+    e.mean_sent = inter == "ring" ? H * (n - 1) * cnt / n : -1;
+    e.slack = (n - 1) * align * ch * std::ceil(P / hs.min_local);
+  } else if (kind == "all_gather") {
+    e.formula = "(H-1)*C across hosts per rank (mean P*H*(H-1)C/N)";
+    e.max_sent = (H - 1) * cnt * std::ceil(P / hs.min_local);
+    e.mean_sent = inter == "ring" ? P * H * (H - 1) * cnt / n : -1;
+  } else if (kind == "broadcast") {
+    e.formula = inter == "tree" ? "<= 2*C across hosts (mean (H-1)C/N)" : "<= C across hosts (mean (H-1)C/N)";
+    e.max_sent = inter == "tree" ? 2 * cnt : cnt;
+    e.mean_sent = (H - 1) * cnt / n;
+  } else {
+    e.known = false;
+  }
+  return e;
+}
+
+// "" when the report's cross-host counts meet the expectation, else what is off.
+inline std::string check_cross_host_bytes(const bytes_expectation& e, const report& r) {
+  auto fmt = [](double x) { return std::to_string(x); };
+  if (e.max_sent >= 0 && static_cast<double>(r.max_cross_host()) > e.max_sent + e.slack + 1e-9)
+    return "max cross-host " + fmt(static_cast<double>(r.max_cross_host())) + " > " + fmt(e.max_sent) + " + slack " +
+           fmt(e.slack) + " (" + e.formula + ")";
+  if (e.mean_sent >= 0 && std::fabs(r.mean_cross_host() - e.mean_sent) > 1e-6 * (1 + e.mean_sent))
+    return "mean cross-host " + fmt(r.mean_cross_host()) + " != " + fmt(e.mean_sent) + " (" + e.formula + ")";
   return "";
 }
 

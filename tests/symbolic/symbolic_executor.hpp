@@ -23,6 +23,10 @@
 // messages and its free send slots together (NCCL's simple protocol), which deadlocks more easily
 // with slots == 1; schedules are checked under both.
 //
+// Hosts: config::host_ids (one id per rank, ranks with equal ids share a host; empty: no
+// topology) becomes coll_args::topo for every rank (topology.hpp), and report::cross_host_sent
+// counts, per rank, the elements it sends to ranks on other hosts.
+//
 // API:
 //   config c{.nranks = 8, .count = 97};
 //   report r = verify<kind::all_reduce, algo::ring>(c);   // r.ok, r.message, r.bytes_sent, ...
@@ -33,10 +37,12 @@
 
 #include <collcomm/algo/primitives.hpp>
 #include <collcomm/kinds.hpp>
+#include <collcomm/topology.hpp>
 
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -65,6 +71,8 @@ struct config {
   // send_recv: per rank, where its input goes and where its output comes from (no_peer: none).
   // Empty: the ring pattern send_peer = r+1, recv_peer = r-1.
   std::vector<int> send_peer, recv_peer;
+  // Per rank, the id of its host (ranks with equal ids share one); empty: coll_args::topo is null.
+  std::vector<std::uint64_t> host_ids;
 };
 
 struct report {
@@ -72,6 +80,8 @@ struct report {
   std::string message;                   // the first error found, with where it happened
   std::vector<index_t> bytes_sent;       // per rank: FIFO elements sent (one per destination)
   std::vector<index_t> peer_bytes_read;  // per rank: elements loaded from peers (direct family)
+  std::vector<index_t> cross_host_sent;  // per rank: FIFO elements sent to ranks on other hosts
+                                         // (all zero without config::host_ids)
   index_t max_sent() const {
     index_t m = 0;
     for (auto b : bytes_sent) m = b > m ? b : m;
@@ -82,6 +92,12 @@ struct report {
     for (auto b : peer_bytes_read) m = b > m ? b : m;
     return m;
   }
+  index_t max_cross_host() const {
+    index_t m = 0;
+    for (auto b : cross_host_sent) m = b > m ? b : m;
+    return m;
+  }
+  double mean_cross_host() const { return mean(cross_host_sent); }
   double mean_sent() const { return mean(bytes_sent); }
   double mean_peer_read() const { return mean(peer_bytes_read); }
 
@@ -364,6 +380,11 @@ class simulator {
     s << A::name << " " << K::name << " N=" << c_.nranks << " count=" << c_.count << " channels=" << c_.channels;
     if constexpr (K::rooted) s << " root=" << c_.root;
     if constexpr (has_in_place<K>()) s << (c_.in_place ? " in-place" : " out-of-place");
+    if (!c_.host_ids.empty()) {
+      s << " hosts=[";
+      for (size_t r = 0; r < c_.host_ids.size(); ++r) s << (r ? "," : "") << c_.host_ids[r];
+      s << "]";
+    }
     s << " slots=" << c_.slots << (c_.atomic_ops ? " (atomic ops)" : "") << " slot_elems=" << c_.slot_elems
       << " align=" << c_.align_elems;
     return s.str();
@@ -380,6 +401,10 @@ class simulator {
     if (c_.slots < 1) fail("slots must be >= 1");
     if (c_.slot_elems < 1 || c_.align_elems < 1 || c_.slot_elems % c_.align_elems != 0)
       fail("slot_elems must be a positive multiple of align_elems (the contract)");
+    if (!c_.host_ids.empty()) {
+      if (static_cast<int>(c_.host_ids.size()) != n_) fail("host_ids must have one id per rank");
+      topo_.emplace(collcomm::topology_table::from_host_ids(c_.host_ids));
+    }
     ranks_.resize(static_cast<size_t>(n_));
     for (int r = 0; r < n_; ++r) {
       auto& rs = ranks_[static_cast<size_t>(r)];
@@ -389,6 +414,7 @@ class simulator {
       a.count = c_.count;
       a.root = c_.root;
       a.nchannels = c_.channels;
+      a.topo = topo_ ? &topo_->view() : nullptr;
       if constexpr (is_kind<K, collcomm::kind::send_recv>) {
         if (c_.send_peer.empty()) {
           a.send_peer = collcomm::mod(r + 1, n_);
@@ -444,6 +470,10 @@ class simulator {
   void count_bytes(int r, const std::vector<op>& t, report& rep) const {
     for (const op& o : t) {
       rep.bytes_sent[static_cast<size_t>(r)] += o.n * static_cast<index_t>(o.to.size);
+      if (topo_)
+        for (int d : o.to)
+          if (d >= 0 && d < n_ && topo_->view().host(d) != topo_->view().host(r))
+            rep.cross_host_sent[static_cast<size_t>(r)] += o.n;
       if (o.code == opcode::direct_reduce_copy)
         rep.peer_bytes_read[static_cast<size_t>(r)] += o.n * static_cast<index_t>(n_ - 1);
       if (o.code == opcode::direct_copy && o.direct_peer != r) rep.peer_bytes_read[static_cast<size_t>(r)] += o.n;
@@ -455,6 +485,7 @@ class simulator {
   void record(report& rep) {
     rep.bytes_sent.assign(static_cast<size_t>(n_), 0);
     rep.peer_bytes_read.assign(static_cast<size_t>(n_), 0);
+    rep.cross_host_sent.assign(static_cast<size_t>(n_), 0);
     std::vector<op> scratch;
     for (auto& rs : ranks_) {
       rs.trace.resize(static_cast<size_t>(c_.channels));
@@ -877,6 +908,7 @@ class simulator {
  private:
   config c_;
   int n_;
+  std::optional<collcomm::topology_table> topo_;  // from config::host_ids
   std::vector<rank_state> ranks_;
   std::vector<conn> conns_;
   std::vector<progress> prog_;

@@ -6,9 +6,13 @@
 //
 // Columns: max and mean FIFO bytes sent per rank, max and mean bytes read from peers (direct
 // family), and the model of bytes_model.hpp where there is one.
+//
+// Then, for ranks on several hosts (H hosts x L ranks, contiguous or dealt round robin): the
+// elements each rank sends to other hosts, flat ring against hierarchical<ring,ring>.
 #include "bytes_model.hpp"
 #include "sweep.hpp"
 
+#include <collcomm/algo/hierarchical.hpp>
 #include <common/matrix.hpp>
 
 #include <cstdio>
@@ -43,5 +47,37 @@ int main() {
                   e.known ? e.formula.c_str() : "(no model)");
     }
   });
+  std::printf("\nelements sent across hosts per rank, as a fraction of the buffer (1 Mi elements)\n");
+  std::printf("%-15s %-12s %-24s %10s %10s %10s %10s  %s\n", "kind", "hosts", "layout", "ring_max", "ring_mean",
+              "hier_max", "hier_mean", "model (hierarchical)");
+  using hier = collcomm::algo::hierarchical<collcomm::algo::ring, collcomm::algo::ring>;
+  auto cross = [&]<class K>(std::type_identity<K>) {
+    for (auto [H, L] : {std::pair{2, 4}, std::pair{4, 8}, std::pair{8, 8}})
+      for (int placement : {0, 1}) {
+        config c;
+        c.nranks = H * L;
+        for (int r = 0; r < c.nranks; ++r)
+          c.host_ids.push_back(static_cast<std::uint64_t>(placement == 0 ? r / L : r % H));
+        const index_t total = index_t{1} << 20;
+        c.count = n_times_count_kind<K>() ? total / static_cast<index_t>(c.nranks) : total;
+        c.channels = 2;
+        c.slot_elems = index_t{1} << 14;
+        c.align_elems = 16;
+        const report f = measure<K, collcomm::algo::ring>(c);
+        const report h = measure<K, hier>(c);
+        const double buf =
+            static_cast<double>(n_times_count_kind<K>() ? c.count * static_cast<index_t>(c.nranks) : c.count);
+        const bytes_expectation e = expected_cross_host_bytes(hier::name, K::name, c);
+        const std::string hosts = std::to_string(H) + " x " + std::to_string(L);
+        std::printf("%-15s %-12s %-24s %10.4f %10.4f %10.4f %10.4f  %s\n", K::name, hosts.c_str(),
+                    placement == 0 ? "contiguous" : "round robin", static_cast<double>(f.max_cross_host()) / buf,
+                    f.mean_cross_host() / buf, static_cast<double>(h.max_cross_host()) / buf, h.mean_cross_host() / buf,
+                    e.formula.c_str());
+      }
+  };
+  cross(std::type_identity<collcomm::kind::all_reduce>{});
+  cross(std::type_identity<collcomm::kind::reduce_scatter>{});
+  cross(std::type_identity<collcomm::kind::all_gather>{});
+  cross(std::type_identity<collcomm::kind::broadcast>{});
   return 0;
 }

@@ -348,8 +348,11 @@ communicator<transport::net<Backend>>::communicator(B& boot, int device, gpu::op
   for (int r = 0; r < nranks_; ++r)
     on_gpu += gpus_[static_cast<std::size_t>(r)] == gpu && host_ids_[static_cast<std::size_t>(r)] == host_ids_[rank_];
   gpu_opts.connections = gpu::placement::host;
+  // Every rank must use the same channels; automatic channels would depend on each host's GPU.
+  if (gpu_opts.channels == 0) gpu_opts.channels = 4;
   detail::device_guard guard(device);
   auto w = std::make_shared<gpu::world>(gpu::world::net_tag{}, nranks_, rank_, device, on_gpu, gpu_opts);
+  ep->set_channels(w->opts().channels);  // the GPU world's channels, each its own connections
   g_ = std::make_shared<gpu::net_part<Backend>>(std::move(w), rank_, std::move(ep), opt.socket.streams);
   check_ = &gpu::net_part<Backend>::check_of;
   abort_ = &gpu::net_part<Backend>::abort_of;

@@ -537,6 +537,8 @@ class socket_endpoint {
   }
 
   const endpoint_address& address() const noexcept { return address_; }
+  // The channels whose connections a hello may name (the world's, once it is made).
+  void set_channels(int channels) noexcept { channels_ = channels; }
   void set_peers(std::vector<endpoint_address> peers) { peers_ = std::move(peers); }
   std::string peer_text(int r) const {
     sockaddr_in a{};
@@ -581,6 +583,9 @@ class socket_endpoint {
       if (got == io::timeout)
         fail_peer(c, "rank " + std::to_string(peer) + " at " + peer_text(peer) + " did not answer the hello within " +
                          std::to_string(timeout_.count()) + " ms");
+      if (got == io::closed)
+        fail_peer(c, "rank " + std::to_string(peer) + " at " + peer_text(peer) +
+                         " closed the connection instead of answering the hello (it refused it, or its process ended)");
       if (got != io::ok || k.magic != detail::ack_magic ||
           !bootstrap::auth::mac_equal(k.mac, detail::hello_mac(token_, detail::purpose_ack, h)))
         fail_peer(c, "the process at " + peer_text(peer) + " did not prove it holds the job token (not rank " +

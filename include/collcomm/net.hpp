@@ -33,6 +33,7 @@
 #include <collcomm/host/net_world.hpp>
 #include <collcomm/host/primitives.hpp>
 #include <collcomm/kinds.hpp>
+#include <collcomm/topology.hpp>
 #include <collcomm/transport/socket/connection.hpp>
 #include <collcomm/transport/tags.hpp>
 
@@ -94,6 +95,7 @@ class communicator<transport::net<Backend>> {
     apply_env(opt);
     auto ep = make_endpoint(boot, opt, {});
     w_ = std::make_shared<world_type>(rank_, nranks_, opt, std::move(ep));
+    topo_ = std::make_shared<const topology_table>(topology_table::from_host_ids(host_ids_));
   }
   // GPU buffers: this process's rank of a new communicator of boot.size() ranks, its kernels on
   // GPU `device` (gpu_opts: channels, slots, slot_bytes, timeout of the GPU side), a proxy thread
@@ -112,8 +114,10 @@ class communicator<transport::net<Backend>> {
   void check() const {
     if (check_) check_(g_.get(), rank_);
   }
-  // Every rank's host identity, by rank (ranks with equal ids share a host).
+  // Every rank's host identity, by rank (ranks with equal ids share a host), and the hosts as the
+  // hierarchical algorithms see them (coll_args::topo of every call).
   const std::vector<std::uint64_t>& host_ids() const noexcept { return host_ids_; }
+  const topology_table& hosts() const noexcept { return *topo_; }
 
   // Marks the communicator failed and tells the connected peers (see net_world.hpp). Never blocks.
   void abort(const std::string& reason = {}) const noexcept {
@@ -148,6 +152,7 @@ class communicator<transport::net<Backend>> {
       ca.nranks = w_->size();
       ca.channel = c;
       ca.nchannels = nc;
+      ca.topo = &topo_->view();
       host::primitives<T, Op, world_type> p(*w_, ca, K::name, Algo::name, call, false, in, in_elems, out, out_elems,
                                             op, slot_bytes);
       Algo::run(K{}, p, static_cast<const coll_args&>(ca));
@@ -224,6 +229,7 @@ class communicator<transport::net<Backend>> {
   void (*abort_)(gpu::net_part<Backend>*, int, const std::string&) = nullptr;
   std::vector<std::uint64_t> host_ids_;
   std::vector<std::array<unsigned char, 16>> gpus_;
+  std::shared_ptr<const topology_table> topo_;  // from host_ids_
 };
 
 static_assert(communicator_like<communicator<transport::net<transport::socket>>>);

@@ -42,11 +42,19 @@ using all_algorithms = type_list<collcomm::algo::ring, collcomm::algo::tree, col
                                  collcomm::algo::one_shot, collcomm::algo::two_shot, collcomm::algo::direct,
                                  collcomm::algo::pairwise, collcomm::algo::linear, collcomm::algo::p2p>;
 
-// Calls f(type_identity<K>{}, type_identity<A>{}) for every kind K and algorithm A with a schedule.
-template <class F>
+// The algorithms of ranks on several hosts: every one, and hierarchical compositions (which need
+// a topology: without one they run as their intra-host part).
+using host_spanning_algorithms =
+    type_list<collcomm::algo::ring, collcomm::algo::tree, collcomm::algo::recursive_doubling, collcomm::algo::pairwise,
+              collcomm::algo::linear, collcomm::algo::p2p,
+              collcomm::algo::hierarchical<collcomm::algo::ring, collcomm::algo::ring>,
+              collcomm::algo::hierarchical<collcomm::algo::tree, collcomm::algo::ring>>;
+
+// Calls f(type_identity<K>{}, type_identity<A>{}) for every kind K and algorithm A (of Algos) with a schedule.
+template <class Algos = all_algorithms, class F>
 constexpr void for_each_schedule(F&& f) {
   for_each_type(all_kinds{}, [&]<class K>(std::type_identity<K> k) {
-    for_each_type(all_algorithms{}, [&]<class A>(std::type_identity<A> a) {
+    for_each_type(Algos{}, [&]<class A>(std::type_identity<A> a) {
       if constexpr (collcomm::algorithm_for<A, K>) f(k, a);
     });
   });

@@ -186,11 +186,11 @@ long run_composition(Comm& comm, std::uint64_t seed, std::size_t slot_bytes, ran
 
 // The compositions of `Elements` x `Ops` (reducing kinds) or `Elements` (the others), every
 // algorithm with a schedule for the kind, for kinds selected by Pick.
-template <class Pick, class Elements, class Ops, class Comm>
+template <class Pick, class Elements, class Ops, class Comm, class Algos = all_algorithms>
 int run_matrix(Comm& comm, std::uint64_t seed, std::size_t slot_bytes, rank_report& rep, long& calls,
                long& compositions) {
   long wrong = 0;
-  for_each_schedule([&]<class K, class A>(std::type_identity<K>, std::type_identity<A>) {
+  for_each_schedule<Algos>([&]<class K, class A>(std::type_identity<K>, std::type_identity<A>) {
     if constexpr (Pick::template value<K>) {
       for_each_type(Elements{}, [&]<class T>(std::type_identity<T>) {
         if constexpr (K::reduces) {

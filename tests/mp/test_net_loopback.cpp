@@ -2,7 +2,9 @@
 // FIFO algorithm (test_host_matrix.hpp: random inputs with exact references, outputs poisoned,
 // every element checked, in and out of place), on 1..5 ranks with option sets that rotate the
 // streams per connection, channels, slot sizes and slot counts (small slots: many messages, credits
-// exercised). The network namespaces tests (tests/net) run ranks on separate network stacks.
+// exercised), and the hierarchical compositions over pretend hosts (options.host_id: rank % hosts,
+// hosts rotating over 1..3, so the layouts are equal, unequal and not contiguous). The network
+// namespaces tests (tests/net) run ranks on separate network stacks.
 #include "test_host_matrix.hpp"
 
 #include <collcomm/net.hpp>
@@ -37,13 +39,19 @@ void run_net_jobs(std::initializer_list<int> sizes) {
           opt.slots = os.slots;
           opt.socket.streams = os.streams;
           opt.timeout = std::chrono::seconds(20);
+          const int hosts = 1 + which % 3;
+          opt.host_id = 1 + static_cast<std::uint64_t>(boot.rank() % hosts);
           net_comm comm(boot, opt);
           long calls = 0, compositions = 0;
-          const int code = mp::run_matrix<Pick, Elements, Ops>(comm, seed + static_cast<std::uint64_t>(n),
-                                                               os.slot_bytes, me, calls, compositions);
+          const int code = mp::run_matrix<Pick, Elements, Ops, net_comm, host_spanning_algorithms>(
+              comm, seed + static_cast<std::uint64_t>(n), os.slot_bytes, me, calls, compositions);
+          if (comm.hosts().nhosts() != std::min(hosts, n))
+            return mp::child_fail(me, comm.rank(), 1, "%d hosts seen, %d pretended", comm.hosts().nhosts(),
+                                  std::min(hosts, n));
           if (comm.rank() == 0)
-            std::printf("n = %d (channels %d, slot_bytes %zu, slots %d, streams %d): %ld compositions, %ld calls\n", n,
-                        os.channels, os.slot_bytes, os.slots, os.streams, compositions, calls);
+            std::printf(
+                "n = %d on %d hosts (channels %d, slot_bytes %zu, slots %d, streams %d): %ld compositions, %ld calls\n",
+                n, comm.hosts().nhosts(), os.channels, os.slot_bytes, os.slots, os.streams, compositions, calls);
           return code;
         },
         rep, std::chrono::seconds(200));

@@ -255,7 +255,10 @@ class socket_connection {
       abort_text_ = why.substr(0, 1024);
       auto p = prefix_of(frame_kind::abort, static_cast<std::uint32_t>(abort_text_.size()), 0);
       iovec v[2] = {{p.data(), p.size()}, {abort_text_.data(), abort_text_.size()}};
-      (void)::writev(s.fd.get(), v, 2);
+      msghdr mh{};
+      mh.msg_iov = v;
+      mh.msg_iovlen = 2;
+      (void)::sendmsg(s.fd.get(), &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
     } catch (...) {}
   }
 
@@ -356,7 +359,10 @@ class socket_connection {
       if (s.sent < prefix_bytes) v[n++] = {f.prefix.data() + s.sent, prefix_bytes - s.sent};
       const std::size_t data_done = s.sent > prefix_bytes ? s.sent - prefix_bytes : 0;
       if (f.bytes > data_done) v[n++] = {const_cast<std::byte*>(f.data) + data_done, f.bytes - data_done};
-      const ssize_t k = ::writev(s.fd.get(), v, n);
+      msghdr mh{};
+      mh.msg_iov = v;
+      mh.msg_iovlen = static_cast<std::size_t>(n);
+      const ssize_t k = ::sendmsg(s.fd.get(), &mh, MSG_NOSIGNAL | MSG_DONTWAIT);  // EPIPE, never SIGPIPE
       if (k < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return moved;
         broken(detail::errno_text("send", errno));

@@ -221,6 +221,17 @@ void run_matrix_on(const rank_layout& layout, const matrix_options mo) {
                     : mp::run_matrix<mp::pick_moving, type_list<std::int8_t>, type_list<>>(comm, s + 1, mo.slot_bytes,
                                                                                           rep, calls, compositions);
         require(bad_move == 0, std::string("moving kinds: ") + rep.msg);
+        // An all_to_all (pairwise): every pair of ranks exchanges, so every rank has connections to
+        // every other, across the hosts too.
+        {
+          std::vector<std::int32_t> a2a(std::size_t(ctx.nranks) * 64), back(a2a.size(), -1);
+          for (std::size_t k = 0; k < a2a.size(); ++k) a2a[k] = static_cast<std::int32_t>(ctx.rank * 100000 + int(k));
+          collcomm::all_to_all<collcomm::algo::pairwise>(comm, a2a.data(), back.data(), 64);
+          for (int r = 0; r < ctx.nranks; ++r)
+            for (int k = 0; k < 64; ++k)
+              require(back[std::size_t(r) * 64 + std::size_t(k)] == r * 100000 + ctx.rank * 64 + k,
+                      "all_to_all: a wrong element from rank " + std::to_string(r));
+        }
 
         // The communicator's connections (accepted on its listener, or made to a peer's listener):
         // from this host's address, to the peers' host addresses. Noted as "sockets <same> <cross>
@@ -249,6 +260,12 @@ void run_matrix_on(const rank_layout& layout, const matrix_options mo) {
         }
         std::string w;
         for (const auto& [k, v] : which) w += " " + k + "x" + std::to_string(v);
+        if (cross == 0) {  // every TCP socket of this process, for the parent's warning
+          w += " | all sockets:";
+          for (const auto& t : tcp_sockets())
+            w += " " + ipv4_text(t.local.sin_addr.s_addr) + ":" + std::to_string(ntohs(t.local.sin_port)) +
+                 (t.listening ? "(listening)" : "->" + ipv4_text(t.peer.sin_addr.s_addr) + ":" + std::to_string(ntohs(t.peer.sin_port)));
+        }
         ctx.notify("sockets " + std::to_string(same) + " " + std::to_string(cross) + w);
         ctx.output = std::to_string(compositions) + " compositions, " + std::to_string(calls) + " calls, listener " +
                      ctx.address + ":" + std::to_string(ntohs(lis.local.sin_port));
@@ -267,6 +284,8 @@ void run_matrix_on(const rank_layout& layout, const matrix_options mo) {
         int same = 0, cross = 0;
         in >> same >> cross;
         CHECK_MESSAGE(same + cross > 0, "rank " << r.rank << " has no connection");
+        WARN_MESSAGE(cross > 0, "rank " << r.rank << " sees no socket of the communicator to another host after an "
+                                           "all_to_all: " << note);
         cross_total += cross;
         conns += " rank " + std::to_string(r.rank) + ":" + note.substr(8) + ";";
       }

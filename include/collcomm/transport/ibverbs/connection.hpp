@@ -390,9 +390,8 @@ class ibverbs_connection {
     recv_slots_ = remote_block_.p;
     credit_word_ = reinterpret_cast<std::uint64_t*>(remote_block_.p + ring);
     // Local MR: what the NIC reads (send slots, credit source). Remote MR: what the peer writes.
-    local_mr_ = std::move(*c_->register_memory(local_block_.p, ring + word, false, IBV_ACCESS_LOCAL_WRITE));
-    remote_mr_ = std::move(
-        *c_->register_memory(remote_block_.p, ring + word, false, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE));
+    local_mr_ = register_host(local_block_.p, ring + word, IBV_ACCESS_LOCAL_WRITE);
+    remote_mr_ = register_host(remote_block_.p, ring + word, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 
     cq_ = api_->create_cq(c_->ctx, opt_.cq_depth, nullptr, nullptr, 0);
     if (cq_ == nullptr) fail(errc::system, "ibv_create_cq(" + std::to_string(opt_.cq_depth) + ") failed: " + errno_text());
@@ -612,6 +611,14 @@ class ibverbs_connection {
   [[noreturn]] void fail(errc code, const std::string& msg) const {
     detail::fail(code, "net<ibverbs>", c_->rank,
                  "connection to peer " + std::to_string(peer_) + ", channel " + std::to_string(channel_) + ": " + msg);
+  }
+
+  ibverbs_memory register_host(void* p, std::size_t bytes, unsigned access) {
+    ibv_mr* mr = api_->reg_mr(c_->pd, p, bytes, access);
+    if (mr == nullptr)
+      fail(errc::system, "ibv_reg_mr of " + std::to_string(bytes) + " bytes of slots failed: " + errno_text() +
+                             " (is the locked-memory limit, ulimit -l, too small?)");
+    return ibverbs_memory(api_, mr);
   }
 
   void modify(ibv_qp_attr& a, int mask, const char* what) {

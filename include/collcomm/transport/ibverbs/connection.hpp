@@ -381,8 +381,10 @@ class ibverbs_connection {
     signal_interval_ = std::max<std::uint32_t>(1, (opt_.send_depth - 1) / 2);
     sizes_.assign(opt_.slots, 0);
 
-    const std::size_t ring = std::size_t{opt_.slots} * opt_.slot_bytes;
-    const std::size_t word = 64;  // the credit words, each on a cache line of its own
+    // The credit word follows the slots on a cache line of its own (8-byte aligned: the NIC writes
+    // it whole and the sender loads it atomically).
+    const std::size_t word = 64;
+    const std::size_t ring = (std::size_t{opt_.slots} * opt_.slot_bytes + word - 1) / word * word;
     local_block_ = ibverbs_detail::host_block(ring + word);
     remote_block_ = ibverbs_detail::host_block(ring + word);
     send_slots_ = local_block_.p;

@@ -16,13 +16,19 @@ namespace {
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-// Runs 2 ranks streaming without end until the hook's fault; rank `observer` must fail with `code`,
-// naming peer `1 - observer`, channel `channel`, and every one of `parts`, within 5 s.
+// Runs 2 ranks streaming without end until the hook's fault; rank `observer` (any_rank: the first
+// that fails) must fail with `code`, naming the other rank, channel `channel`, and every one of
+// `parts`, within 5 s.
 void expect_fault(traffic_options o, int observer, errc code, std::vector<std::string> parts, int channel = 0) {
   o.messages = 1'000'000'000;
   o.deadline = std::chrono::milliseconds(10000);
-  o.stop_on_error = true;
+  o.stop_on_error_of = observer;
   auto res = run_traffic(o, base_seed() ^ 0xfa17);
+  if (observer == traffic_options::any_rank) {
+    observer = 0;
+    for (int r = 1; r < o.ranks; ++r)
+      if (res[r].error && (!res[observer].error || res[r].seconds_to_error < res[observer].seconds_to_error)) observer = r;
+  }
   const rank_result& r = res[static_cast<std::size_t>(observer)];
   INFO("seed ", base_seed(), "; rank ", observer, " failure: ", r.failure);
   REQUIRE(r.error.has_value());
@@ -134,7 +140,7 @@ TEST_CASE("a completion queue too small for the traffic overflows: an error, not
   traffic_options o;
   o.conn.slots = 4;
   o.conn.cq_depth = 2;
-  expect_fault(o, 0, errc::system, {"ibv_poll_cq failed"});
+  expect_fault(o, traffic_options::any_rank, errc::system, {"ibv_poll_cq failed"});
 }
 
 TEST_CASE("connect() with another connection's info is refused") {
@@ -212,4 +218,37 @@ TEST_CASE("device selection: COLLCOMM_IB_HCA names, ports, and errors") {
   fab.reset({});
   CHECK_THROWS_WITH_AS(tr::ibverbs_context(api, 0, {"", -1}), doctest::Contains("no RDMA device found"), collcomm::error);
   CHECK(fab.live_objects() == 0);
+}
+
+TEST_CASE("a side with nothing to send learns of a vanished peer by its probe") {
+  auto& fab = verbs_double::fabric::instance();
+  fab.reset(verbs_double::uniform_devices(2));
+  const auto api = fab.api();
+  namespace tr = collcomm::transport;
+  tr::ibverbs_context c0(api, 0, {"mockdev0", -1}), c1(api, 1, {"mockdev1", -1});
+  tr::ibverbs_connection a(c0, 1, 2, {.slots = 2, .slot_bytes = 64, .probe_interval = std::chrono::milliseconds(300)});
+  auto b = std::make_unique<tr::ibverbs_connection>(c1, 0, 2, tr::ibverbs_connection_options{.slots = 2, .slot_bytes = 64});
+  a.connect(b->local_info());
+  b->connect(a.local_info());
+  // Quiet but alive: probes succeed, nothing fails.
+  const auto start = clock_type::now();
+  while (clock_type::now() - start < std::chrono::milliseconds(700)) {
+    a.progress();
+    b->progress();
+  }
+  b.reset();  // rank 1 is gone; rank 0 only waits for its messages
+  const auto gone = clock_type::now();
+  std::optional<std::string> what;
+  try {
+    while (clock_type::now() - gone < std::chrono::seconds(5)) a.progress();
+  } catch (const collcomm::error& e) {
+    what = e.what();
+    CHECK(e.code() == errc::system);
+  }
+  REQUIRE_MESSAGE(what.has_value(), "no error within 5 s of the peer's connection being destroyed");
+  INFO(*what);
+  CHECK(contains(*what, "peer 1, channel 2"));
+  CHECK(contains(*what, "probe"));
+  CHECK(contains(*what, "transport retry counter exceeded"));
+  CHECK(clock_type::now() - gone < std::chrono::seconds(2));
 }

@@ -34,8 +34,10 @@
 //
 // Completion queues: one per connection, sized so it cannot overflow (send depth + slots + 1); the
 // context holds what connections share (device, port, PD). A peer that exits is seen when this side
-// next writes to it (transport retry exceeded after about 4.3 µs · 2^timeout · retry_cnt); a side
-// that only waits for data from a dead peer needs the caller's own deadline.
+// next writes to it: a message, a credit, or, after `probe_interval` without any completion, a
+// 0-byte probe write that progress() posts. The write fails with "transport retry counter exceeded"
+// after about 4.1 µs · 2^timeout · (retry_cnt + 1) — some 30 s with timeout 20 on real hardware;
+// callers wanting less wait with their own deadline.
 //
 // Environment: COLLCOMM_IB_HCA ("mlx5_0" or "mlx5_0:1"), COLLCOMM_IB_GID_INDEX (RoCE, default 0),
 // COLLCOMM_IB_TC and COLLCOMM_IB_SL (default 0), COLLCOMM_IB_TIMEOUT (default 20).
@@ -360,6 +362,10 @@ struct ibverbs_connection_options {
   std::uint32_t send_depth = 0;
   // Completion-queue depth; 0: send_depth + slots + 1, which cannot overflow.
   int cq_depth = 0;
+  // After this long without any completion, progress() writes 0 bytes to the peer (signaled): a peer
+  // that has gone answers no more, and that write fails (retry exceeded) even where this side
+  // has nothing to send. 0: never.
+  std::chrono::milliseconds probe_interval{1000};
 };
 
 // One reliable-connected queue pair between this rank and `peer` on `channel`, with `slots`
@@ -559,7 +565,7 @@ class ibverbs_connection {
     wr.imm_data = htonl(static_cast<std::uint32_t>(((m & 0xffu) << 24) | bytes));
     wr.wr.rdma.remote_addr = remote_.recv_addr + (m % opt_.slots) * opt_.slot_bytes;
     wr.wr.rdma.rkey = remote_.rkey;
-    post_send(wr, false, "RDMA write of message " + std::to_string(m));
+    post_send(wr, data_write, "RDMA write of message " + std::to_string(m));
     ++sent_;
   }
 
@@ -583,7 +589,20 @@ class ibverbs_connection {
       peer_consumed_seen_ = pc;
       any = true;
     }
-    return any;
+    if (any || opt_.probe_interval.count() == 0) {
+      idle_polls_ = 0;
+      return any;
+    }
+    // Idle: look at the clock now and then, and probe the peer once per interval.
+    if (++idle_polls_ % 256 == 1) {
+      auto now = std::chrono::steady_clock::now();
+      if (idle_polls_ == 1) last_activity_ = now;
+      if (now - last_activity_ >= opt_.probe_interval && !probe_inflight_ && sq_posted_ - sq_completed_ < opt_.send_depth) {
+        probe();
+        last_activity_ = now;
+      }
+    }
+    return false;
   }
 
   bool arrived(std::uint64_t m) const noexcept { return m < arrived_; }
@@ -642,18 +661,31 @@ class ibverbs_connection {
       fail(errc::system, "ibv_post_recv failed: " + ibverbs_detail::errno_text(rc > 0 ? rc : errno));
   }
 
-  // wr_id: (send-queue sequence << 1) | is_credit. A signaled completion of sequence s retires
-  // every earlier entry too (a send queue completes in order).
-  void post_send(ibv_send_wr& wr, bool credit, const std::string& what) {
+  // wr_id: (send-queue sequence << 2) | kind. A signaled completion of sequence s retires every
+  // earlier entry too (a send queue completes in order).
+  enum wr_kind : std::uint64_t { data_write = 0, credit_write = 1, probe_write = 2 };
+  void post_send(ibv_send_wr& wr, wr_kind kind, const std::string& what) {
     const std::uint64_t seq = sq_posted_;
-    const bool signaled = credit || (seq + 1) % signal_interval_ == 0 || sq_posted_ - sq_completed_ + 2 >= opt_.send_depth;
-    wr.wr_id = (seq << 1) | (credit ? 1u : 0u);
+    const bool signaled =
+        kind != data_write || (seq + 1) % signal_interval_ == 0 || sq_posted_ - sq_completed_ + 2 >= opt_.send_depth;
+    wr.wr_id = (seq << 2) | kind;
     wr.send_flags = signaled ? IBV_SEND_SIGNALED : 0;
     wr.next = nullptr;
     ibv_send_wr* bad = nullptr;
     if (int rc = api_->post_send(qp_, &wr, &bad); rc != 0)
       fail(errc::system, "ibv_post_send of the " + what + " failed: " + ibverbs_detail::errno_text(rc > 0 ? rc : errno));
     ++sq_posted_;
+  }
+
+  void probe() {
+    ibv_send_wr wr{};
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.sg_list = nullptr;
+    wr.num_sge = 0;
+    wr.wr.rdma.remote_addr = remote_.credit_addr;
+    wr.wr.rdma.rkey = remote_.rkey;
+    post_send(wr, probe_write, "probe");
+    probe_inflight_ = true;
   }
 
   bool send_credit() {
@@ -669,10 +701,27 @@ class ibverbs_connection {
     wr.num_sge = 1;
     wr.wr.rdma.remote_addr = remote_.credit_addr;
     wr.wr.rdma.rkey = remote_.rkey;
-    post_send(wr, true, "credit write");
+    post_send(wr, credit_write, "credit write");
     credit_inflight_ = true;
     credit_sent_ = released_;
     return true;
+  }
+
+  static const char* status_hint(ibv_wc_status s) {
+    switch (s) {
+      case IBV_WC_RETRY_EXC_ERR:
+        return "the peer does not answer: it exited, its queue pair was destroyed or the link is down";
+      case IBV_WC_RNR_RETRY_EXC_ERR:
+        return "the peer had no receive posted: a message overran its slots";
+      case IBV_WC_WR_FLUSH_ERR:
+        return "the queue pair is in the error state (after an earlier error on it)";
+      case IBV_WC_REM_ACCESS_ERR:
+        return "the peer refused the write: its slots or rkey differ from what it sent in the exchange, or it deregistered them";
+      case IBV_WC_LOC_PROT_ERR:
+        return "the local memory region does not cover the slot";
+      default:
+        return "the transport failed";
+    }
   }
 
   void complete(const ibv_wc& wc) {
@@ -681,13 +730,15 @@ class ibverbs_connection {
       // An error completion carries wr_id, status and vendor_err only: the wr_id tells what it was.
       if (wc.wr_id == receive_wr_id)
         what = "a receive";
-      else if (wc.wr_id & 1u)
+      else if ((wc.wr_id & 3u) == credit_write)
         what = "a credit write";
+      else if ((wc.wr_id & 3u) == probe_write)
+        what = "a probe (0-byte write) of the peer";
       else
         what = "an RDMA write of a message";
       fail(errc::system, what + " completed with status " + std::to_string(static_cast<int>(wc.status)) + " '" +
                              api_->wc_status_str(wc.status) + "' (vendor error " + std::to_string(wc.vendor_err) +
-                             "): the peer exited, the link failed or the queue pair is in the error state");
+                             "): " + status_hint(wc.status));
     }
     if (wc.wr_id == receive_wr_id) {
       if (wc.opcode != IBV_WC_RECV_RDMA_WITH_IMM) fail(errc::internal, "a receive completion that is not an RDMA write with immediate");
@@ -705,8 +756,9 @@ class ibverbs_connection {
       return;
     }
     // A send-queue completion: this entry and all before it are done.
-    sq_completed_ = std::max(sq_completed_, (wc.wr_id >> 1) + 1);
-    if (wc.wr_id & 1u) credit_inflight_ = false;
+    sq_completed_ = std::max(sq_completed_, (wc.wr_id >> 2) + 1);
+    if ((wc.wr_id & 3u) == credit_write) credit_inflight_ = false;
+    if ((wc.wr_id & 3u) == probe_write) probe_inflight_ = false;
   }
 
   ibverbs_context* c_;
@@ -734,10 +786,13 @@ class ibverbs_connection {
   std::uint64_t sq_posted_ = 0;       // send-queue entries posted
   std::uint64_t sq_completed_ = 0;    // send-queue entries known complete
   std::uint64_t peer_consumed_seen_ = 0;
+  std::uint64_t idle_polls_ = 0;      // progress() calls in a row that found nothing
   std::uint64_t arrived_ = 0;         // messages arrived
   std::uint64_t released_ = 0;        // messages released by the caller
   std::uint64_t credit_sent_ = 0;     // released_ as last written to the peer
   bool credit_inflight_ = false;
+  bool probe_inflight_ = false;
+  std::chrono::steady_clock::time_point last_activity_{};
   std::vector<std::size_t> sizes_;    // (slot) bytes of the message held there
 };
 

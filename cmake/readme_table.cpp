@@ -3,6 +3,7 @@
 // ctest test example.readme_table_matches compares; check_readme_example.cmake).
 // A new algorithm goes into the list in main() (and into tests/common/matrix.hpp).
 #include <collcomm/algo/direct.hpp>
+#include <collcomm/algo/hierarchical.hpp>
 #include <collcomm/algo/linear.hpp>
 #include <collcomm/algo/one_shot.hpp>
 #include <collcomm/algo/p2p.hpp>
@@ -47,6 +48,8 @@ void table() {
 
 int main() {
   table<cc::algo::ring, cc::algo::tree, cc::algo::recursive_doubling, cc::algo::one_shot, cc::algo::two_shot,
-        cc::algo::direct, cc::algo::pairwise, cc::algo::linear, cc::algo::p2p>();
+        cc::algo::direct, cc::algo::pairwise, cc::algo::linear, cc::algo::p2p,
+        cc::algo::hierarchical<cc::algo::ring, cc::algo::ring>, cc::algo::hierarchical<cc::algo::tree, cc::algo::ring>,
+        cc::algo::hierarchical<cc::algo::ring, cc::algo::tree>>();
   return 0;
 }

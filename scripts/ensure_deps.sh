@@ -2,8 +2,9 @@
 # scripts/ensure_deps.sh — sourced by scripts/test, scripts/demo and .ci/run.
 #
 # collcomm_ensure_deps [--build | --tests]: installs, with apt-get (through sudo when not root), the Debian
-# packages the build needs and that are missing: cmake, ninja-build, g++ (and doctest-dev with
-# --tests). The CUDA toolkit (headers and CCCL only; no GPU needed) must already be installed: it is
+# packages the build needs and that are missing: cmake, ninja-build, g++ (and with --tests:
+# doctest-dev; libibverbs-dev, whose headers the net<ibverbs> tests compile against — the library
+# is loaded with dlopen, never linked; iproute2, whose `ip netns` makes the net tests' hosts). The CUDA toolkit (headers and CCCL only; no GPU needed) must already be installed: it is
 # looked for on PATH, in $CUDAToolkit_ROOT and in /usr/local/cuda.
 
 collcomm_have_doctest() {
@@ -22,6 +23,8 @@ collcomm_ensure_deps() {
   command -v ninja >/dev/null 2>&1 || missing+=(ninja-build)
   command -v g++ >/dev/null 2>&1 || missing+=(g++)
   if (( want_tests )) && ! collcomm_have_doctest; then missing+=(doctest-dev); fi
+  if (( want_tests )) && [[ ! -f /usr/include/infiniband/verbs.h ]]; then missing+=(libibverbs-dev); fi
+  if (( want_tests )) && ! command -v ip >/dev/null 2>&1; then missing+=(iproute2); fi
 
   if (( ${#missing[@]} )); then
     echo "collcomm: installing missing packages: ${missing[*]}"

@@ -1,6 +1,7 @@
 // bench/net/collcomm_net_bench.cpp — collcomm over communicator<net<socket>> (host buffers, f32,
 // one rank per process), timed by bench_common.hpp's sweep; then, between rank 0 and the first
-// rank on another host (else rank 1), the ceiling: one plain TCP stream, one way, for a second.
+// rank on another host (else rank 1), the ceiling: one plain TCP stream for a second, one way and
+// then both ways at once.
 //
 // Launch: every rank with RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT (bootstrap/env.hpp).
 //   collcomm_net_bench [--slot-bytes 512K] [--slots 4] [--channels 1] [--streams 2]
@@ -23,6 +24,7 @@
 
 #include <array>
 #include <memory>
+#include <thread>
 
 namespace {
 
@@ -51,11 +53,16 @@ void all_reduce_by(algo_id a, net_comm& comm, const float* s, float* r, std::siz
   }
 }
 
-// One-way TCP throughput from `sender` to `receiver` for `secs` seconds (bytes per second, as the
-// sender sees it: from its first write to the receiver's count of what arrived). Every rank calls.
-double tcp_ceiling(collcomm::bootstrap::tcp& boot, int sender, int receiver, std::uint32_t ipv4, double secs,
-                   int sockbuf) {
+// TCP throughput between ranks `a` and `b` for `secs` seconds over one plain stream per
+// direction: a to b only (bidir false), or both directions at once (bidir true; each rank sends
+// from a thread while it receives). Bytes per second of the slower direction, as its sender sees
+// it: from its first write to the receiver's count of what arrived. Every rank calls.
+double tcp_ceiling(collcomm::bootstrap::tcp& boot, int a, int b, std::uint32_t ipv4, double secs, int sockbuf,
+                   bool bidir) {
   const int me = boot.rank();
+  const bool sends = me == a || (bidir && me == b);
+  const bool receives = me == b || (bidir && me == a);
+  const int peer = me == a ? b : a;
   struct where {
     std::uint32_t ipv4;
     std::uint16_t port;
@@ -69,23 +76,48 @@ double tcp_ceiling(collcomm::bootstrap::tcp& boot, int sender, int receiver, std
       ::setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sockbuf, sizeof sockbuf);
     }
   };
-  if (me == receiver) {
+  if (receives) {
     lfd = ::socket(AF_INET, SOCK_STREAM, 0);
     set_buf(lfd);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = ipv4;
-    ::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = ipv4;
+    ::bind(lfd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
     ::listen(lfd, 1);
-    socklen_t len = sizeof a;
-    ::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
-    mine = {a.sin_addr.s_addr, a.sin_port, 0};
+    socklen_t len = sizeof sa;
+    ::getsockname(lfd, reinterpret_cast<sockaddr*>(&sa), &len);
+    mine = {sa.sin_addr.s_addr, sa.sin_port, 0};
   }
   std::vector<where> all(static_cast<std::size_t>(boot.size()));
   boot.all_gather(std::as_bytes(std::span<const where>(&mine, 1)), std::as_writable_bytes(std::span(all)));
   double rate = 0;
-  std::vector<char> buf(std::size_t{1} << 20, 'x');
-  if (me == receiver) {
+  auto send_side = [&] {
+    std::vector<char> buf(std::size_t{1} << 20, 'x');
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    set_buf(fd);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = all[static_cast<std::size_t>(peer)].ipv4;
+    sa.sin_port = all[static_cast<std::size_t>(peer)].port;
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+      std::perror("ceiling: connect");
+      return;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto until = t0 + std::chrono::duration<double>(secs);
+    while (std::chrono::steady_clock::now() < until)
+      for (int i = 0; i < 16; ++i)
+        if (::send(fd, buf.data(), buf.size(), 0) <= 0) break;
+    ::shutdown(fd, SHUT_WR);
+    std::uint64_t got = 0;
+    ::recv(fd, &got, sizeof got, MSG_WAITALL);
+    rate = static_cast<double>(got) / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ::close(fd);
+  };
+  std::thread sender;
+  if (sends) sender = std::thread(send_side);
+  if (receives) {
+    std::vector<char> buf(std::size_t{1} << 20);
     const int fd = ::accept(lfd, nullptr, nullptr);
     std::uint64_t got = 0;
     for (;;) {
@@ -96,31 +128,13 @@ double tcp_ceiling(collcomm::bootstrap::tcp& boot, int sender, int receiver, std
     ::send(fd, &got, sizeof got, 0);
     ::close(fd);
     ::close(lfd);
-  } else if (me == sender) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    set_buf(fd);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = all[static_cast<std::size_t>(receiver)].ipv4;
-    a.sin_port = all[static_cast<std::size_t>(receiver)].port;
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-      std::perror("ceiling: connect");
-      return 0;
-    }
-    const auto t0 = std::chrono::steady_clock::now();
-    const auto until = t0 + std::chrono::duration<double>(secs);
-    while (std::chrono::steady_clock::now() < until)
-      for (int i = 0; i < 16; ++i)
-        if (::send(fd, buf.data(), buf.size(), 0) <= 0) break;
-    ::shutdown(fd, SHUT_WR);
-    std::uint64_t got = 0;
-    ::recv(fd, &got, sizeof got, MSG_WAITALL);
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    rate = static_cast<double>(got) / s;
-    ::close(fd);
   }
-  boot.barrier();
-  return rate;
+  if (sender.joinable()) sender.join();
+  // The slower sender's rate, to every rank (ranks that did not send give a large value).
+  const double mine_rate = sends ? rate : 1e300;
+  std::vector<double> rates(static_cast<std::size_t>(boot.size()));
+  boot.all_gather(std::as_bytes(std::span<const double>(&mine_rate, 1)), std::as_writable_bytes(std::span(rates)));
+  return *std::min_element(rates.begin(), rates.end());
 }
 
 }  // namespace
@@ -182,12 +196,16 @@ int main(int argc, char** argv) {
     if (!opt.socket.ifname.empty()) ipv4 = collcomm::transport::sockets::detail::interface_address(opt.socket.ifname);
     if (ipv4 == 0) ipv4 = boot.local_ipv4();
     const int sockbuf = static_cast<int>(a.bytes("ceiling-buf", 0));
-    const double rate = tcp_ceiling(boot, 0, receiver, ipv4, secs, sockbuf);
-    if (comm.rank() == 0)
-      std::printf("# ceiling: one TCP stream rank 0 -> rank %d (%s), %.1f s, socket buffer %s: %.3f GB/s\n", receiver,
-                  comm.host_ids()[static_cast<std::size_t>(receiver)] != comm.host_ids()[0] ? "another host"
-                                                                                             : "same host",
-                  secs, sockbuf > 0 ? std::to_string(sockbuf).c_str() : "autotuned", rate / 1e9);
+    const char* where = comm.host_ids()[static_cast<std::size_t>(receiver)] != comm.host_ids()[0] ? "another host"
+                                                                                                 : "same host";
+    for (bool bidir : {false, true}) {
+      const double rate = tcp_ceiling(boot, 0, receiver, ipv4, secs, sockbuf, bidir);
+      if (comm.rank() == 0)
+        std::printf("# ceiling%s: one TCP stream %s rank %d (%s), %.1f s, socket buffer %s: %.3f GB/s%s\n",
+                    bidir ? " both ways" : "", bidir ? "each way between rank 0 and" : "rank 0 ->", receiver, where,
+                    secs, sockbuf > 0 ? std::to_string(sockbuf).c_str() : "autotuned", rate / 1e9,
+                    bidir ? " (the slower direction)" : "");
+    }
   }
   return bad == 0 ? 0 : 1;
 }

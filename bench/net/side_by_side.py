@@ -17,6 +17,7 @@ libs = ["collcomm", "gloo", "mpi"]
 med = collections.defaultdict(dict)  # (coll, n, size) -> lib -> median µs
 bus = {}  # (coll, n, size) -> collcomm busbw of its best round
 ceiling = collections.defaultdict(list)
+ceiling2 = collections.defaultdict(list)
 settings = collections.defaultdict(set)
 for path in sorted(glob.glob(os.path.join(folder, "*_n*_r*.rank0.log"))):
     m = re.match(r"(\w+?)_n(\d+)_r(\d+)\.rank0\.log", os.path.basename(path))
@@ -28,6 +29,8 @@ for path in sorted(glob.glob(os.path.join(folder, "*_n*_r*.rank0.log"))):
             settings[(lib, n)].add(line.split(":", 1)[1].strip())
         if line.startswith("# ceiling:"):
             ceiling[n].append(float(line.rsplit(":", 1)[1].split()[0]))
+        if line.startswith("# ceiling both ways:"):
+            ceiling2[n].append(float(line.rsplit(":", 1)[1].split()[0]))
         f = line.split()
         if len(f) == 9 and f[0] in ("all_reduce", "all_gather", "broadcast"):
             key = (f[0], n, int(f[1]))
@@ -53,6 +56,8 @@ for c, n in groups:
             print(f"- {lib}: {s}")
     if ceiling.get(n):
         print(f"- ceiling (one TCP stream between the namespaces, one way): {max(ceiling[n]):.2f} GB/s")
+    if ceiling2.get(n):
+        print(f"- ceiling both ways (one stream each way at once, the slower): {max(ceiling2[n]):.2f} GB/s")
     print()
     print("| size | collcomm (µs) | gloo (µs) | MPI (µs) | collcomm busbw (GB/s) | faster peer / collcomm | target |")
     print("|---:|---:|---:|---:|---:|---:|---|")

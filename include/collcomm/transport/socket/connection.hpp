@@ -637,6 +637,10 @@ class socket_endpoint {
   bool progress(Find&& find) {
     bool attached = false;
     const auto now = clock::now();
+    // accept4 on an empty queue still costs the kernel a socket's allocation: look at most every
+    // 200 us while no handshake is in progress (waits call this in their spin).
+    if (pending_.empty() && now - last_accept_ < std::chrono::microseconds(200)) return false;
+    last_accept_ = now;
     for (int i = 0; i < 16; ++i) {
       const int fd = ::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) break;
@@ -723,6 +727,7 @@ class socket_endpoint {
   std::vector<endpoint_address> peers_;
   std::deque<pending> pending_;
   std::vector<std::pair<int, int>> requests_;
+  clock::time_point last_accept_{};
 };
 
 }  // namespace transport::sockets

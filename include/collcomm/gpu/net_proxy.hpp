@@ -123,6 +123,7 @@ class net_part {
     std::unique_ptr<connection_type> c;
     std::uint64_t sent = 0, credited = 0, delivered = 0, released = 0;
     clock::time_point last_request{};
+    bool told = false;  // this rank's failure was sent on it
   };
   struct noted_call {
     std::uint32_t fp = ~0u;
@@ -230,6 +231,28 @@ class net_part {
     return moved;
   }
 
+  // After a failure: peers still connecting (their proxy may be blocked in a handshake with
+  // this one) are answered, and told why this rank gave up, so that their error names the cause
+  // rather than a connection refused. Bounded by the communicator's life (and 200 ms after it).
+  bool serve_failed() {
+    bool moved = false;
+    try {
+      moved = ep_->progress([&](int src, int channel) { return make(channel, src).c.get(); });
+      (void)ep_->take_requests();
+      const std::string text = failure();
+      for (link& l : links_)
+        if (l.c) {
+          if (!l.told && l.c->ready()) {
+            l.c->send_abort(text);
+            l.told = true;
+            moved = true;
+          }
+          l.c->progress();
+        }
+    } catch (...) {}
+    return moved;
+  }
+
   bool drained() const {
     for (const link& l : links_)
       if (l.c && !l.c->drained()) return false;
@@ -258,9 +281,15 @@ class net_part {
         stopping = true;
         stop_by = clock::now() + timeout_;
       }
-      if (stopping && (failed_.load() || drained() || clock::now() >= stop_by)) break;
+      if (stopping) {  // failed: a short grace for peers still connecting (serve_failed); else drained
+        const auto now = clock::now();
+        if (failed_.load() ? now >= stop_by - timeout_ + std::chrono::milliseconds(200) : drained() || now >= stop_by)
+          break;
+      }
       bool moved = false;
-      if (!failed_.load(std::memory_order_acquire)) {
+      if (failed_.load(std::memory_order_acquire)) {
+        moved = serve_failed();
+      } else {
         try {
           moved = step();
         } catch (const error& e) {
@@ -273,7 +302,10 @@ class net_part {
         told_ = true;
         const std::string text = failure();
         for (link& l : links_)
-          if (l.c) l.c->send_abort(text);
+          if (l.c && l.c->ready()) {
+            l.c->send_abort(text);
+            l.told = true;
+          }
       }
       const auto now = clock::now();
       if (moved || launched_.exchange(false, std::memory_order_acq_rel)) {

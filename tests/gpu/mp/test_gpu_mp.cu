@@ -865,6 +865,24 @@ int scenario_kill(bootstrap::tcp& boot, gpu::options o) {
       }
     }
   }  // destroy: the dead rank counts as departed
+  // Under MPS the killed client's fault reaches the other clients' contexts a little later, so a
+  // survivor that checked early may still lose its context: look again before a fresh job (the
+  // others, whose context failed, do not come to it).
+  std::this_thread::sleep_for(500ms);
+  if (const cudaError_t late = cudaDeviceSynchronize(); late != cudaSuccess) {
+    report("rank %d: this process's GPU context failed with the killed rank (MPS, found late: %s); no fresh "
+           "communicator tried",
+           me, cudaGetErrorString(late));
+    return code;
+  }
+  // net: whether MPS ends the other clients' contexts with the killed one varies from run to run
+  // and rank to rank (their kernels read only their own memory), so a fresh job of survivors is
+  // left to the nvlink and pcie cases, where every survivor sees the same.
+  if constexpr (std::is_same_v<Comm, ncomm>) {
+    cudaFree(d);
+    cudaStreamDestroy(s);
+    return code;
+  }
   // The survivors' own job (ranks 0 .. n-2), from the second root the parent gave.
   const std::string root2 = std::getenv("COLLCOMM_TEST_ROOT2");
   bootstrap::tcp boot2(bootstrap::unique_id::from_string(root2), me, n - 1, 20s);

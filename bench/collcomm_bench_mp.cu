@@ -16,6 +16,8 @@
 // slowest process's µs per call. -G 1: each process captures its calls into a CUDA graph (one per
 // size and placement, after the warm-up calls), replays it once untimed, then times one replay.
 //
+// -T net: transport::net<socket> with GPU buffers (FIFO algorithms only): each rank's proxy thread
+// carries its kernels' messages over loopback TCP; the columns are -T pcie's.
 // -T pcie: the staged path across processes (FIFO algorithms only: ring, tree). Rank 0 first
 // measures the pinned host<->device copy bandwidth (bench/pcie_link_model.hpp: each way alone and
 // both at once); instead of mem%, each line gives d2h% and h2d%: the slot bytes all ranks' kernels
@@ -52,6 +54,7 @@ using namespace collcomm;
 namespace bench = collcomm_bench;
 using nvcomm = communicator<transport::nvlink>;
 using pcomm = communicator<transport::pcie_staged>;
+using ncomm = communicator<transport::net<transport::socket>>;
 
 struct mp_settings : bench::settings {
   std::string transport = "nvlink";
@@ -107,7 +110,10 @@ std::vector<T> gather(bootstrap::tcp& boot, T mine) {
 
 template <class K, class A, class Comm>
 int run(const mp_settings& st) {
-  constexpr bool pcie = std::is_same_v<Comm, pcomm>;
+  // net: the kernels' FIFOs in pinned host memory as pcie's, a proxy thread per rank moving them
+  // over loopback TCP: the PCIe columns mean the same.
+  constexpr bool net = std::is_same_v<Comm, ncomm>;
+  constexpr bool pcie = std::is_same_v<Comm, pcomm> || net;
   using Op = bench::bench_op<K>;
   if constexpr (pcie && A::needs_direct) {
     std::fprintf(stderr, "collcomm_bench_mp: -T pcie runs FIFO algorithms only (ring, tree); %s loads peers' buffers\n",
@@ -133,7 +139,15 @@ int run(const mp_settings& st) {
     }
     boot.barrier();
     Comm comm(boot, 0, o);
-    const gpu::options ro = comm.gpu_world().opts();
+    const gpu::options ro = [&] {
+      if constexpr (net) {
+        gpu::options r = o;
+        if (r.channels == 0) r.channels = 4;  // communicator<net>'s default
+        return r;
+      } else {
+        return comm.gpu_world().opts();
+      }
+    }();
     const std::vector<std::size_t> sizes = bench::message_sizes(st);
     const std::size_t max_bytes = sizes.back();
     float* in = nullptr;
@@ -145,7 +159,10 @@ int run(const mp_settings& st) {
     cudaStream_t s;
     COLLCOMM_BENCH_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     // Every rank loads its kernel before any rank launches one (gpu::preload says why).
-    gpu::preload(comm, [&] { bench::call_collective<K, A>(comm, in, out, index_t{0}, Op{}, s); });
+    if constexpr (net)
+      gpu::preload_composition<K, A, float, Op, tuning<>, transport::pcie_staged>();
+    else
+      gpu::preload(comm, [&] { bench::call_collective<K, A>(comm, in, out, index_t{0}, Op{}, s); });
     boot.barrier();
     bench::event_timer timer;
     if (me == 0 && !pcie) {
@@ -156,10 +173,13 @@ int run(const mp_settings& st) {
       bench::print_table_header(bench::text("%6s", "mem%"));
     } else if (me == 0) {
       std::printf(
-          "# %s %s f32 sum processes=%d (one GPU, pcie staged through POSIX shm + cudaHostRegister) "
+          "# %s %s f32 sum processes=%d (one GPU, %s) "
           "channels=%d slot_bytes=%zu slots=%d iters=%d; "
           "pinned copy h2d=%.1f GB/s d2h=%.1f GB/s, both at once %.1f GB/s each way\n",
-          K::name, A::name, n, ro.channels, ro.slot_bytes, ro.slots, st.iters, pinned.h2d / 1e9, pinned.d2h / 1e9,
+          K::name, A::name, n,
+          net ? "net<socket>: FIFOs in pinned host memory, a proxy thread per rank over loopback TCP"
+              : "pcie staged through POSIX shm + cudaHostRegister",
+          ro.channels, ro.slot_bytes, ro.slots, st.iters, pinned.h2d / 1e9, pinned.d2h / 1e9,
           pinned.both / 1e9);
       bench::print_table_header(bench::text("%5s %5s", "d2h%", "h2d%"));
     }
@@ -323,22 +343,24 @@ int main(int argc, char** argv) {
       bench::shared_flags(st, {.ranks = "-n", .iters = "-i", .reps = nullptr, .slot_bytes = "-S"});
   flags.insert(flags.end(),
                {
-                   {"-T", &st.transport, "transport: nvlink (CUDA IPC) or pcie (staged through POSIX shared memory)"},
+                   {"-T", &st.transport,
+                    "transport: nvlink (CUDA IPC), pcie (staged through POSIX shared memory) or net (net<socket>, "
+                    "a proxy per rank over loopback TCP)"},
                    {"-G", &st.graph, "1: replay the -i calls from a CUDA graph in each process"},
                });
   bench::parse_flags(argc, argv, flags,
                      "collcomm_bench_mp -n PROCESSES -k KIND -a ALGO -b MIN -e MAX -f FACTOR [-w WARMUP] [-i CALLS] "
-                     "[-c 0|1] [-C CHANNELS] [-S SLOT_BYTES] [-T nvlink|pcie] [-G 0|1]");
+                     "[-c 0|1] [-C CHANNELS] [-S SLOT_BYTES] [-T nvlink|pcie|net] [-G 0|1]");
   bench::check_settings(st);
-  if (st.transport != "nvlink" && st.transport != "pcie") {
-    std::fprintf(stderr, "collcomm_bench_mp: -T %s is not one of nvlink, pcie\n", st.transport.c_str());
+  if (st.transport != "nvlink" && st.transport != "pcie" && st.transport != "net") {
+    std::fprintf(stderr, "collcomm_bench_mp: -T %s is not one of nvlink, pcie, net\n", st.transport.c_str());
     return 1;
   }
   if (!std::getenv("RANK")) return launch(st.ranks, argv);  // the launcher: make the ranks
   try {
     const bool pcie = st.transport == "pcie";
     auto run_kind = [&]<class K>(std::type_identity<K>) {
-      return pcie ? run_algo<K, pcomm>(st) : run_algo<K, nvcomm>(st);
+      return st.transport == "net" ? run_algo<K, ncomm>(st) : pcie ? run_algo<K, pcomm>(st) : run_algo<K, nvcomm>(st);
     };
     if (st.kind == "all_reduce") return run_kind(std::type_identity<kind::all_reduce>{});
     if (st.kind == "reduce_scatter") return run_kind(std::type_identity<kind::reduce_scatter>{});

@@ -195,7 +195,10 @@ class endpoint {
  public:
   endpoint(const transport::verbs_api& api, int rank, int nranks, int channels,
            const transport::ibverbs_context_options& device, const transport::ibverbs_connection_options& conn)
-      : rank_(rank), nranks_(nranks), channels_(channels), ctx_(api, rank, device),
+      : rank_(rank),
+        nranks_(nranks),
+        channels_(channels),
+        ctx_(api, rank, device),
         conns_(static_cast<std::size_t>(channels) * static_cast<std::size_t>(nranks)) {
     for (int c = 0; c < channels; ++c)
       for (int p = 0; p < nranks; ++p)
@@ -236,7 +239,7 @@ class endpoint {
   std::unique_ptr<transport::ibverbs_connection>& at(int c, int p) { return conns_[index(c, p)]; }
 
   int rank_, nranks_, channels_;
-  transport::ibverbs_context ctx_;  // outlives the connections (declared first)
+  transport::ibverbs_context ctx_;                                     // outlives the connections (declared first)
   std::vector<std::unique_ptr<transport::ibverbs_connection>> conns_;  // (channel, peer)
 };
 
@@ -258,8 +261,9 @@ struct net_backend<transport::ibverbs> {
 
   // The bytes of the exchange's result for `nranks` ranks of `channels` channels.
   static constexpr std::uint64_t exchange_bytes(int nranks, int channels) noexcept {
-    return std::uint64_t(nranks) * (sizeof(ibverbs_net::exchange_head) +
-                                    std::uint64_t(nranks) * std::uint64_t(channels) * sizeof(transport::ibverbs_qp_info));
+    return std::uint64_t(nranks) *
+           (sizeof(ibverbs_net::exchange_head) +
+            std::uint64_t(nranks) * std::uint64_t(channels) * sizeof(transport::ibverbs_qp_info));
   }
 
   // The connection's slot geometry: the world's header, then options.slot_bytes rounded up to 64.
@@ -284,7 +288,8 @@ struct net_backend<transport::ibverbs> {
           "the queue-pair exchange of " + std::to_string(nranks) + " ranks × " + std::to_string(nranks) + " × " +
               std::to_string(opt.channels) + " channels × " + std::to_string(sizeof(transport::ibverbs_qp_info)) +
               " bytes (" + std::to_string(bytes) + " bytes with the ranks' heads) exceeds bootstrap::max_payload = " +
-              std::to_string(bootstrap::max_payload) + " bytes, the most one bootstrap all_gather carries; use fewer channels");
+              std::to_string(bootstrap::max_payload) +
+              " bytes, the most one bootstrap all_gather carries; use fewer channels");
     if (opt.channels < 1)
       collcomm::detail::fail(errc::invalid_argument, where, rank,
                              "option 'channels' = " + std::to_string(opt.channels) + ": net<ibverbs> needs at least 1");
@@ -293,11 +298,11 @@ struct net_backend<transport::ibverbs> {
                              "option 'slots' = " + std::to_string(opt.slots) + " is out of range [1, 65536]");
     const transport::ibverbs_connection_options conn = connection_options(opt);
     if (conn.slot_bytes > transport::ibverbs_connection::max_message_bytes)
-      collcomm::detail::fail(errc::invalid_argument, where, rank,
-                             "option 'slot_bytes' = " + std::to_string(opt.slot_bytes) + " is more than " +
-                                 std::to_string(transport::ibverbs_connection::max_message_bytes -
-                                                host::connection::header_bytes - 63) +
-                                 " (an RDMA write's immediate carries 24 bits of size, a 64-byte header included)");
+      collcomm::detail::fail(
+          errc::invalid_argument, where, rank,
+          "option 'slot_bytes' = " + std::to_string(opt.slot_bytes) + " is more than " +
+              std::to_string(transport::ibverbs_connection::max_message_bytes - host::connection::header_bytes - 63) +
+              " (an RDMA write's immediate carries 24 bits of size, a 64-byte header included)");
 
     const std::size_t per_rank = static_cast<std::size_t>(opt.channels) * static_cast<std::size_t>(nranks);
     const std::size_t part = sizeof(ibverbs_net::exchange_head) + per_rank * sizeof(transport::ibverbs_qp_info);
@@ -337,11 +342,12 @@ struct net_backend<transport::ibverbs> {
     if (!failed.empty()) collcomm::detail::fail(errc::system, where, rank, failed);
     ep->connect_all([&](int p, int c) {
       transport::ibverbs_qp_info i;
-      std::memcpy(&i,
-                  every.data() + static_cast<std::size_t>(p) * part + sizeof(ibverbs_net::exchange_head) +
-                      (static_cast<std::size_t>(c) * static_cast<std::size_t>(nranks) + static_cast<std::size_t>(rank)) *
-                          sizeof(transport::ibverbs_qp_info),
-                  sizeof i);
+      std::memcpy(
+          &i,
+          every.data() + static_cast<std::size_t>(p) * part + sizeof(ibverbs_net::exchange_head) +
+              (static_cast<std::size_t>(c) * static_cast<std::size_t>(nranks) + static_cast<std::size_t>(rank)) *
+                  sizeof(transport::ibverbs_qp_info),
+          sizeof i);
       return i;
     });
     return ep;

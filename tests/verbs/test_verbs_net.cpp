@@ -66,54 +66,53 @@ struct verbs_option_set {
   std::size_t slot_bytes;
   int slots;
 };
-constexpr verbs_option_set option_sets[] = {{1, 256, 2}, {2, 64, 1}, {3, 1024, 4}};
+// Every size runs every set, the pretend hosts rotating over 1..3 (rank r on host r % hosts).
+constexpr verbs_option_set option_sets[] = {{1, 256, 2}, {2, 64, 1}, {3, 1024, 4}, {1, 4096, 8}};
 
 template <class Pick, class Elements, class Ops>
 void run_verbs_jobs(std::initializer_list<int> sizes) {
   const std::uint64_t seed = mp::matrix_seed();
   int which = 0;
-  for (int n : sizes) {
-    const verbs_option_set os = option_sets[which % 3];
-    const int hosts = 1 + (which + 1) % 3;
-    ++which;
-    verbs_double::fabric::instance().reset(verbs_double::uniform_devices(n));
-    std::vector<mp::rank_report> rep(static_cast<std::size_t>(n));
-    std::vector<int> codes(static_cast<std::size_t>(n), -1);
-    const auto t0 = clock_type::now();
-    run_ranks(n, [&](collcomm::bootstrap::local& boot, int r) {
-      mp::rank_report& me = rep[static_cast<std::size_t>(r)];
-      int code = 1;
-      try {
-        collcomm::host::net_options opt = base_options(r);
-        opt.channels = os.channels;
-        opt.slot_bytes = os.slot_bytes;
-        opt.slots = os.slots;
-        opt.host_id = 1 + static_cast<std::uint64_t>(r % hosts);
-        verbs_comm comm(boot, opt);
-        long calls = 0, compositions = 0;
-        code = mp::run_matrix<Pick, Elements, Ops, verbs_comm, host_spanning_algorithms>(
-            comm, seed + static_cast<std::uint64_t>(n), os.slot_bytes, me, calls, compositions);
-        if (comm.hosts().nhosts() != std::min(hosts, n))
-          code = mp::child_fail(me, r, 1, "%d hosts seen, %d pretended", comm.hosts().nhosts(), std::min(hosts, n));
-        if (r == 0)
-          std::printf("n = %d on %d hosts (channels %d, slot_bytes %zu, slots %d): %ld compositions, %ld calls\n", n,
-                      comm.hosts().nhosts(), os.channels, os.slot_bytes, os.slots, compositions, calls);
-      } catch (const collcomm::error& e) {
-        mp::record_error(me, e);
-        std::fprintf(stderr, "rank %d: unexpected collcomm::error: %s\n", r, e.what());
-        code = 2;
-      }
-      codes[static_cast<std::size_t>(r)] = code;
-    });
-    const double secs = std::chrono::duration<double>(clock_type::now() - t0).count();
-    MESSAGE("n = " << n << ": " << secs << " s");
-    for (int r = 0; r < n; ++r)
-      CHECK_MESSAGE(codes[static_cast<std::size_t>(r)] == 0, "n = " << n << ", rank " << r << " code "
-                                                                    << codes[static_cast<std::size_t>(r)] << ": "
-                                                                    << rep[static_cast<std::size_t>(r)].msg
-                                                                    << " (seed " << seed << ")");
-    expect_fabric_clean();
-  }
+  for (int n : sizes)
+    for (const verbs_option_set& os : option_sets) {
+      const int hosts = 1 + which++ % 3;
+      verbs_double::fabric::instance().reset(verbs_double::uniform_devices(n));
+      std::vector<mp::rank_report> rep(static_cast<std::size_t>(n));
+      std::vector<int> codes(static_cast<std::size_t>(n), -1);
+      const auto t0 = clock_type::now();
+      run_ranks(n, [&](collcomm::bootstrap::local& boot, int r) {
+        mp::rank_report& me = rep[static_cast<std::size_t>(r)];
+        int code = 1;
+        try {
+          collcomm::host::net_options opt = base_options(r);
+          opt.channels = os.channels;
+          opt.slot_bytes = os.slot_bytes;
+          opt.slots = os.slots;
+          opt.host_id = 1 + static_cast<std::uint64_t>(r % hosts);
+          verbs_comm comm(boot, opt);
+          long calls = 0, compositions = 0;
+          code = mp::run_matrix<Pick, Elements, Ops, verbs_comm, host_spanning_algorithms>(
+              comm, seed + static_cast<std::uint64_t>(n), os.slot_bytes, me, calls, compositions);
+          if (comm.hosts().nhosts() != std::min(hosts, n))
+            code = mp::child_fail(me, r, 1, "%d hosts seen, %d pretended", comm.hosts().nhosts(), std::min(hosts, n));
+          if (r == 0)
+            std::printf("n = %d on %d hosts (channels %d, slot_bytes %zu, slots %d): %ld compositions, %ld calls\n", n,
+                        comm.hosts().nhosts(), os.channels, os.slot_bytes, os.slots, compositions, calls);
+        } catch (const collcomm::error& e) {
+          mp::record_error(me, e);
+          std::fprintf(stderr, "rank %d: unexpected collcomm::error: %s\n", r, e.what());
+          code = 2;
+        }
+        codes[static_cast<std::size_t>(r)] = code;
+      });
+      const double secs = std::chrono::duration<double>(clock_type::now() - t0).count();
+      MESSAGE("n = " << n << ": " << secs << " s");
+      for (int r = 0; r < n; ++r)
+        CHECK_MESSAGE(codes[static_cast<std::size_t>(r)] == 0,
+                      "n = " << n << ", rank " << r << " code " << codes[static_cast<std::size_t>(r)] << ": "
+                             << rep[static_cast<std::size_t>(r)].msg << " (seed " << seed << ")");
+      expect_fabric_clean();
+    }
 }
 
 // ---- faults ------------------------------------------------------------------------------------
@@ -207,7 +206,8 @@ void expect_fault_ends(const std::vector<fault_result>& res, std::initializer_li
     bool names = false;
     for (int p : named) names = names || text.find("rank " + std::to_string(p)) != std::string::npos;
     CHECK_MESSAGE(names, "the error does not name the faulty pair: " << text);
-    CHECK_MESSAGE(text.find("net<ibverbs>") != std::string::npos, "the error does not come from the queue pair: " << text);
+    CHECK_MESSAGE(text.find("net<ibverbs>") != std::string::npos,
+                  "the error does not come from the queue pair: " << text);
   }
 }
 

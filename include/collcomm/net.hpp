@@ -1,6 +1,7 @@
 // collcomm/net.hpp — communicator<transport::net<Backend>>: collectives between hosts. One rank
-// per process; the FIFO algorithms (ring, tree, pairwise, ... and hierarchical), whose messages a
-// backend carries (net<socket>: TCP, transport/socket/connection.hpp). Host buffers or GPU buffers:
+// per process (or per thread); the FIFO algorithms (ring, tree, pairwise, ... and hierarchical),
+// whose messages a backend carries (net<socket>: TCP, transport/socket/connection.hpp;
+// net<ibverbs>: RDMA, include <collcomm/net_ibverbs.hpp>, host buffers only). Host buffers or GPU buffers:
 //
 //   auto boot = collcomm::bootstrap::from_env();  // or tcp / mpi
 //   using net = collcomm::transport::net<collcomm::transport::socket>;
@@ -16,15 +17,19 @@
 // here; include <collcomm/gpu.hpp> in the CUDA translation unit). A communicator is made for one
 // kind of buffer: a call with the other kind throws errc::invalid_usage.
 //
-// Made collectively over a bootstrap: each rank listens on one TCP port (the interface:
-// options.socket.ifname, else COLLCOMM_SOCKET_IFNAME, else the address it reaches the bootstrap's
-// rank 0 from, else the loopback), publishes the address with a fresh nonce and its host identity,
-// and connects to a peer when a call first needs it. Connections prove the job token (the tcp
+// Made collectively over a bootstrap: every rank publishes its host identity with its backend's
+// part (host/net_world.hpp, net_backend). net<socket>: each rank listens on one TCP port (the
+// interface: options.socket.ifname, else COLLCOMM_SOCKET_IFNAME, else the address it reaches the
+// bootstrap's rank 0 from, else the loopback), publishes the address with a fresh nonce, and
+// connects to a peer when a call first needs it. Connections prove the job token (the tcp
 // bootstrap's; with another bootstrap, a random key rank 0 draws and shares through it).
+// net<ibverbs>: each rank makes and connects every queue pair when the communicator is made (one
+// all_gather; see net_ibverbs.hpp).
 #pragma once
 
 #include <collcomm/bootstrap/auth.hpp>
 #include <collcomm/bootstrap/bootstrap.hpp>
+#include <collcomm/options.hpp>
 #include <collcomm/communicator.hpp>
 #include <collcomm/config.hpp>
 #include <collcomm/error.hpp>
@@ -88,8 +93,9 @@ class communicator<transport::net<Backend>> {
   static constexpr bool host_buffers = true;  // calls without a stream take host buffers
 
   // This process's rank of a new communicator of boot.size() ranks: collective over the
-  // bootstrap's ranks (each makes its listener, then one all_gather). Throws errc::invalid_argument
-  // naming a bad option, errc::system when it cannot listen.
+  // bootstrap's ranks (socket: each makes its listener, then one all_gather; ibverbs: each makes
+  // its queue pairs, then one all_gather). Throws errc::invalid_argument naming a bad option,
+  // errc::system when it cannot listen or open its device.
   template <bootstrap::bootstrap_like B>
   explicit communicator(B& boot, host::net_options opt = {}) : rank_(boot.rank()), nranks_(boot.size()) {
     apply_env(opt);
@@ -164,53 +170,19 @@ class communicator<transport::net<Backend>> {
            cudaStream_t stream) const;
 
  private:
-  struct published {
-    transport::sockets::endpoint_address address;
-    std::uint64_t host_id;
-    std::array<unsigned char, 16> gpu;  // the GPU's uuid (zero for host buffers)
-  };
-
-  // Collective: the connections' key, this rank's listener, and one all_gather of every rank's
-  // address, host and GPU (kept in host_ids_ and gpus_).
+  // Collective: the backend's endpoint (host/net_world.hpp, net_backend) and every rank's host
+  // and GPU (kept in host_ids_ and gpus_), exchanged with the backend's part.
   template <class B>
-  std::unique_ptr<transport::sockets::socket_endpoint> make_endpoint(B& boot, const host::net_options& opt,
-                                                                     std::array<unsigned char, 16> gpu) {
+  std::unique_ptr<typename host::net_backend<Backend>::endpoint> make_endpoint(B& boot, const host::net_options& opt,
+                                                                               std::array<unsigned char, 16> gpu) {
     check_common_options(opt, "communicator<net>", rank_);
-    if (opt.socket.streams < 1 || opt.socket.streams > 16)
-      detail::fail(errc::invalid_argument, "communicator<net>", rank_,
-                   "option 'socket.streams' = " + std::to_string(opt.socket.streams) + " is out of range [1, 16]");
-    std::uint64_t token = 0;
-    if constexpr (requires { boot.token(); }) {
-      token = boot.token();
-    } else {
-      const std::uint64_t mine = bootstrap::auth::random_u64();
-      std::vector<std::uint64_t> all(static_cast<std::size_t>(nranks_));
-      boot.all_gather(std::as_bytes(std::span<const std::uint64_t>(&mine, 1)), std::as_writable_bytes(std::span(all)));
-      token = all[0];
-    }
-    std::uint32_t ipv4 = 0;
-    if (!opt.socket.ifname.empty()) {
-      ipv4 = transport::sockets::detail::interface_address(opt.socket.ifname);
-      if (ipv4 == 0)
-        detail::fail(errc::invalid_argument, "communicator<net>", rank_,
-                     "option 'socket.ifname' (or COLLCOMM_SOCKET_IFNAME) = '" + opt.socket.ifname +
-                         "' names no interface with an IPv4 address here");
-    } else if constexpr (requires { boot.local_ipv4(); }) {
-      ipv4 = boot.local_ipv4();
-    }
-    if (ipv4 == 0) ipv4 = htonl(INADDR_LOOPBACK);
-    auto ep = std::make_unique<transport::sockets::socket_endpoint>(rank_, nranks_, opt.channels, opt.socket.streams,
-                                                                     token, ipv4, opt.timeout);
-    published mine{ep->address(), opt.host_id != 0 ? opt.host_id : host::detail::derive_host_id(), gpu};
-    std::vector<published> all(static_cast<std::size_t>(nranks_));
-    boot.all_gather(std::as_bytes(std::span<const published>(&mine, 1)), std::as_writable_bytes(std::span(all)));
-    std::vector<transport::sockets::endpoint_address> addresses;
-    for (const published& p : all) {
-      addresses.push_back(p.address);
+    const host::net_peer_info mine{opt.host_id != 0 ? opt.host_id : host::detail::derive_host_id(), gpu};
+    std::vector<host::net_peer_info> all;
+    auto ep = host::net_backend<Backend>::make_endpoint(boot, rank_, nranks_, opt, mine, all);
+    for (const host::net_peer_info& p : all) {
       host_ids_.push_back(p.host_id);
       gpus_.push_back(p.gpu);
     }
-    ep->set_peers(std::move(addresses));
     return ep;
   }
 

@@ -1,10 +1,13 @@
-// collcomm/host/net_world.hpp — the host executor over a network: one rank per process, its
-// messages carried by a transport::net backend (socket: transport/socket/connection.hpp).
+// collcomm/host/net_world.hpp — the host executor over a network: one rank per process (or per
+// thread), its messages carried by a transport::net backend (socket: transport/socket/connection.hpp;
+// ibverbs: net_ibverbs.hpp).
 //
-// A net_world is this process's rank of a world whose ranks may sit on different hosts. It gives
+// A net_world is one rank of a world whose ranks may sit on different hosts. It gives
 // host::primitives (primitives.hpp) the same message path a shared-memory world gives — wait_slot,
-// publish, wait_message, consume — over one backend connection per (channel, peer), made when
-// either end first needs it (the lower rank connects). Each message carries a header with the
+// publish, wait_message, consume — over one backend connection per (channel, peer), which the
+// backend's endpoint makes (net_backend below): the socket endpoint when either end first needs it
+// (the lower rank connects); the ibverbs endpoint hands over connections it made and connected when
+// the communicator was made. Each message carries a header with the
 // sender's call fingerprint and its element count (connection.hpp's slot_header), checked on
 // arrival as host::world checks it: ranks that disagree about a call get errc::invalid_argument
 // naming both calls. The direct primitives have no network form: direct algorithms do not compile
@@ -12,8 +15,9 @@
 //
 // Progress. A rank moves its connections only while it waits inside a call (there is no thread):
 // every wait drives every connection of the rank — writes still queued, credits, reads, new
-// connections — then sleeps in poll(2) on all its sockets for at most a slice. A peer that waits
-// is therefore always moving what this rank needs from it.
+// connections — then, idle, sleeps for at most a slice: in poll(2) on all its sockets where the
+// backend has file descriptors, else (verbs: completions are polled) a yield or a sleep of some
+// tens of microseconds. A peer that waits is therefore always moving what this rank needs from it.
 //
 // Failures. Every wait is bounded by options::timeout (errc::timeout naming the awaited peer and
 // the connection's state). A connection that fails (the peer's process ended, a reset, a protocol
@@ -23,6 +27,7 @@
 // the same by request.
 #pragma once
 
+#include <collcomm/bootstrap/auth.hpp>
 #include <collcomm/config.hpp>
 #include <collcomm/error.hpp>
 #include <collcomm/fingerprint.hpp>
@@ -33,19 +38,42 @@
 #include <collcomm/transport/socket/connection.hpp>
 #include <collcomm/transport/tags.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 COLLCOMM_NAMESPACE_BEGIN
+namespace transport {
+struct verbs_api;  // transport/ibverbs/api.hpp
+}  // namespace transport
 namespace host {
+
+// The ibverbs backend's knobs (net_ibverbs.hpp).
+struct ibverbs_net_options {
+  // The verbs calls; null: transport::load_verbs() (libibverbs by dlopen). A test passes its own
+  // table (an in-process double); it must outlive the communicator.
+  const transport::verbs_api* verbs = nullptr;
+  // The device and port, "mlx5_0" or "mlx5_0:1"; empty: COLLCOMM_IB_HCA, else the first device
+  // with an ACTIVE port.
+  std::string hca;
+  // The RoCE GID index; negative: COLLCOMM_IB_GID_INDEX, else 0.
+  int gid_index = -1;
+  // After this long without a completion on a connection, a 0-byte write probes the peer, so a
+  // peer that vanished is seen even by a rank that only waits for it (0: never).
+  std::chrono::milliseconds probe_interval{1000};
+};
 
 // The knobs of a net world. Checked when it is made (errc::invalid_argument naming the field).
 struct net_options : common_options {
@@ -61,27 +89,109 @@ struct net_options : common_options {
   }
   // The socket backend's knobs (streams per connection, interface).
   transport::sockets::socket_options socket;
+  // The ibverbs backend's knobs (verbs table, device).
+  ibverbs_net_options ibverbs;
   // The host this rank counts as (hierarchical algorithms group ranks by it); 0: derived from the
   // hostname, the boot id and the network and IPC namespaces (COLLCOMM_HOST_ID overrides).
   std::uint64_t host_id = 0;
 };
 
-template <class Backend>
-struct net_backend;  // the connection and endpoint types of a backend
+// What every rank publishes when a net communicator is made, besides its backend's part.
+struct net_peer_info {
+  std::uint64_t host_id;
+  std::array<unsigned char, 16> gpu;  // the GPU's uuid (zero for host buffers)
+};
 
+// A backend of net_world. Each specialization names
+//   connection   the data path of one (channel, peer): send_buffer, can_send, post, progress,
+//                arrived, recv_buffer, recv_bytes, release, and the state the world reads
+//                (failure, peer_abort, peer_left, closed, drained, flushed, state_text) and
+//                writes (send_abort, send_bye, shutdown_writes);
+//   endpoint     a rank's side of the world's connections;
+//   make_endpoint(boot, rank, nranks, options, mine, all)
+//                collective over the bootstrap: makes the endpoint and fills `all` with every
+//                rank's net_peer_info (`mine` this rank's);
+//   make_connection(endpoint, rank, peer, channel, options)
+//                the connection (channel, peer), called once, on its first use.
+// An endpoint with connect(connection&) makes connections lazily: the world calls it from the
+// lower rank of a pair whose connection is not ready(), and drives the endpoint's progress(find)
+// (incoming connections). An endpoint with for_each_fd lets the world sleep in poll(2).
+template <class Backend>
+struct net_backend;
+
+// TCP: each rank listens on one port, publishes its address, and connects lazily (the lower rank).
 template <>
 struct net_backend<transport::socket> {
   using connection = transport::sockets::socket_connection;
   using endpoint = transport::sockets::socket_endpoint;
+
+  // Collective: the connections' key (the bootstrap's token, else a random key rank 0 draws), this
+  // rank's listener, and one all_gather of every rank's address and net_peer_info.
+  template <class B>
+  static std::unique_ptr<endpoint> make_endpoint(B& boot, int rank, int nranks, const net_options& opt,
+                                                 const net_peer_info& mine, std::vector<net_peer_info>& all) {
+    if (opt.socket.streams < 1 || opt.socket.streams > 16)
+      collcomm::detail::fail(errc::invalid_argument, "communicator<net>", rank,
+                             "option 'socket.streams' = " + std::to_string(opt.socket.streams) +
+                                 " is out of range [1, 16]");
+    std::uint64_t token = 0;
+    if constexpr (requires { boot.token(); }) {
+      token = boot.token();
+    } else {
+      const std::uint64_t key = bootstrap::auth::random_u64();
+      std::vector<std::uint64_t> keys(static_cast<std::size_t>(nranks));
+      boot.all_gather(std::as_bytes(std::span<const std::uint64_t>(&key, 1)), std::as_writable_bytes(std::span(keys)));
+      token = keys[0];
+    }
+    std::uint32_t ipv4 = 0;
+    if (!opt.socket.ifname.empty()) {
+      ipv4 = transport::sockets::detail::interface_address(opt.socket.ifname);
+      if (ipv4 == 0)
+        collcomm::detail::fail(errc::invalid_argument, "communicator<net>", rank,
+                               "option 'socket.ifname' (or COLLCOMM_SOCKET_IFNAME) = '" + opt.socket.ifname +
+                                   "' names no interface with an IPv4 address here");
+    } else if constexpr (requires { boot.local_ipv4(); }) {
+      ipv4 = boot.local_ipv4();
+    }
+    if (ipv4 == 0) ipv4 = htonl(INADDR_LOOPBACK);
+    auto ep = std::make_unique<endpoint>(rank, nranks, opt.channels, opt.socket.streams, token, ipv4, opt.timeout);
+    struct published {
+      transport::sockets::endpoint_address address;
+      net_peer_info info;
+    };
+    const published me{ep->address(), mine};
+    std::vector<published> every(static_cast<std::size_t>(nranks));
+    boot.all_gather(std::as_bytes(std::span<const published>(&me, 1)), std::as_writable_bytes(std::span(every)));
+    std::vector<transport::sockets::endpoint_address> addresses;
+    all.clear();
+    for (const published& p : every) {
+      addresses.push_back(p.address);
+      all.push_back(p.info);
+    }
+    ep->set_peers(std::move(addresses));
+    return ep;
+  }
+  // The connection's slots hold the world's header and then the message.
+  static std::unique_ptr<connection> make_connection(endpoint&, int rank, int peer, int channel,
+                                                     const net_options& opt) {
+    return std::make_unique<connection>(rank, peer, channel, opt.slots, host::connection::header_bytes + opt.slot_bytes,
+                                        opt.socket.streams);
+  }
 };
 
 template <class Backend>
 class net_world {
  public:
-  using connection_type = typename net_backend<Backend>::connection;
-  using endpoint_type = typename net_backend<Backend>::endpoint;
+  using backend_type = net_backend<Backend>;
+  using connection_type = typename backend_type::connection;
+  using endpoint_type = typename backend_type::endpoint;
+  // Connections made on first use, connected by the lower rank (socket), or all made with the
+  // endpoint (ibverbs).
+  static constexpr bool lazy = requires(endpoint_type& e, connection_type& c) { e.connect(c); };
+  // Idle waits sleep in poll(2) on the backend's file descriptors, else briefly.
+  static constexpr bool has_fds = requires(endpoint_type& e) { e.for_each_fd([](int, bool) {}); };
 
-  // Rank `rank` of `nranks`, listening on `ep` (whose peers' addresses are set).
+  // Rank `rank` of `nranks` over the endpoint `ep` (backend_type::make_endpoint made it).
   net_world(int rank, int nranks, const net_options& opt, std::unique_ptr<endpoint_type> ep)
       : rank_(rank),
         nranks_(nranks),
@@ -131,6 +241,12 @@ class net_world {
   std::size_t scratch_bytes() const noexcept { return 5 * opt_.slot_bytes + 128; }
   std::byte* scratch(int) noexcept { return scratch_; }
   std::uint64_t next_call_seq(int) noexcept { return calls_++; }
+  // The connection (channel, peer), null before its first use (tests, diagnostics).
+  connection_type* connection_of(int channel, int peer) noexcept {
+    if (channel < 0 || channel >= opt_.channels || peer < 0 || peer >= nranks_) return nullptr;
+    return links_[static_cast<std::size_t>(channel) * static_cast<std::size_t>(nranks_) + static_cast<std::size_t>(peer)]
+        .c.get();
+  }
 
   // ---- messages --------------------------------------------------------------------------------
   std::byte* wait_slot(int channel, int src, int dst, const char* what, const call_fingerprint* = nullptr) {
@@ -249,39 +365,49 @@ class net_world {
            "a message to or from rank " + std::to_string(peer) + " on channel " + std::to_string(channel) +
                " (this rank is " + std::to_string(rank_) + " of " + std::to_string(nranks_) + ")");
     link& l = make(peer, channel);
-    if (!l.c->ready() && rank_ < peer) {
-      try {
-        ep_->connect(*l.c);
-      } catch (const error& e) {
-        mark_failed(e.what());
-        throw;
+    if constexpr (lazy) {
+      if (!l.c->ready() && rank_ < peer) {
+        try {
+          ep_->connect(*l.c);
+        } catch (const error& e) {
+          mark_failed(e.what());
+          throw;
+        }
       }
     }
     return l;
   }
   link& make(int peer, int channel) {
     link& l = links_[static_cast<std::size_t>(channel) * static_cast<std::size_t>(nranks_) + static_cast<std::size_t>(peer)];
-    if (!l.c)
-      l.c = std::make_unique<connection_type>(rank_, peer, channel, opt_.slots,
-                                              connection::header_bytes + opt_.slot_bytes, opt_.socket.streams);
+    if (!l.c) l.c = backend_type::make_connection(*ep_, rank_, peer, channel, opt_);
     return l;
   }
 
   bool progress_all() {
-    bool moved = ep_->progress([&](int src, int channel) { return make(src, channel).c.get(); });
+    bool moved = false;
+    if constexpr (lazy) moved = ep_->progress([&](int src, int channel) { return make(src, channel).c.get(); });
     for (link& l : links_)
       if (l.c) moved |= l.c->progress();
     return moved;
   }
 
-  // Sleeps in poll(2) on every socket of this rank for at most `ms` milliseconds.
-  void poll_all(int ms) {
-    fds_.clear();
-    auto add = [&](int fd, bool out) { fds_.push_back({fd, static_cast<short>(POLLIN | (out ? POLLOUT : 0)), 0}); };
-    ep_->for_each_fd(add);
-    for (link& l : links_)
-      if (l.c) l.c->for_each_fd(add);
-    ::poll(fds_.data(), fds_.size(), ms);
+  // Sleeps for at most `ms` milliseconds: in poll(2) on every socket of this rank (backends with
+  // file descriptors); else a yield while the wait has been idle for fewer than 1024 rounds, then a
+  // sleep of 50 microseconds.
+  void poll_all(int ms, int idle = 1024) {
+    if constexpr (has_fds) {
+      fds_.clear();
+      auto add = [&](int fd, bool out) { fds_.push_back({fd, static_cast<short>(POLLIN | (out ? POLLOUT : 0)), 0}); };
+      ep_->for_each_fd(add);
+      for (link& l : links_)
+        if (l.c) l.c->for_each_fd(add);
+      ::poll(fds_.data(), fds_.size(), ms);
+    } else {
+      if (ms <= 0 || idle < 1024)
+        std::this_thread::yield();
+      else
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
   }
 
   // A peer's abort or a failed connection that the awaited link depends on ends the wait.
@@ -324,7 +450,7 @@ class net_world {
           continue;
         }
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count();
-        poll_all(static_cast<int>(std::clamp<long long>(left, 0, 20)));
+        poll_all(static_cast<int>(std::clamp<long long>(left, 0, 20)), idle);
       }
     } catch (const error& e) {
       mark_failed(e.what());

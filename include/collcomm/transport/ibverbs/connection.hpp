@@ -25,6 +25,14 @@
 // messages consumed into the sender's credit word (one credit write in flight; later releases
 // coalesce into the next). can_send(m) is `m − credits < slots` and a free send-queue entry.
 //
+// Notices: besides messages, one side can tell the other that it leaves (bye) or gives up (abort,
+// with a text of at most notice_text_max bytes): post_notice() writes the text into the peer's
+// notice block and then the notice's kind word, two RDMA WRITEs on the same queue pair, so they
+// land after every message posted before them and the text before the word. The receiver reads
+// the word (peer_notice()) whenever it likes; a bye it reads before polling its completion queue
+// tells that every message of the peer's is in that poll's completions. The notice block follows
+// the credit word's line in the registered receive block, so the exchanged blob needs no field for it.
+//
 // Errors: every failure throws collcomm::error. A completion with an error status (the peer exited,
 // the link went down, a QP moved to the error state and flushed its work requests), a failed poll,
 // post or modify: errc::system, with a message naming this rank, the peer rank, the channel and the
@@ -79,7 +87,7 @@ namespace transport {
 // remote side's virtual addresses for RDMA, keys are rkeys.
 struct ibverbs_qp_info {
   static constexpr std::uint32_t magic_value = 0x43434942u;  // "CCIB"
-  static constexpr std::uint32_t version_value = 1;
+  static constexpr std::uint32_t version_value = 2;
 
   std::uint32_t magic = 0;
   std::uint32_t version = 0;
@@ -355,6 +363,9 @@ struct ibverbs_context {
   }
 };
 
+// What a peer's notice says (see the file comment). An abort overrides a bye.
+enum class ibverbs_notice : std::uint64_t { none = 0, bye = 1, abort = 2 };
+
 struct ibverbs_connection_options {
   std::uint32_t slots = 4;                    // messages in flight, each way (1 ... 2^16)
   std::size_t slot_bytes = std::size_t{1} << 20;  // largest message (< 2^24)
@@ -374,6 +385,8 @@ class ibverbs_connection {
  public:
   using remote_info = ibverbs_qp_info;
   static constexpr std::size_t max_message_bytes = (std::size_t{1} << 24) - 1;
+  // The longest notice text; longer ones are cut.
+  static constexpr std::size_t notice_text_max = 1024;
 
   ibverbs_connection(ibverbs_context& context, int peer, int channel, ibverbs_connection_options options = {})
       : c_(&context), api_(context.api), peer_(peer), channel_(channel), opt_(options) {
@@ -388,18 +401,23 @@ class ibverbs_connection {
     sizes_.assign(opt_.slots, 0);
 
     // The credit word follows the slots on a cache line of its own (8-byte aligned: the NIC writes
-    // it whole and the sender loads it atomically).
+    // it whole and the sender loads it atomically); the notice block follows it: [0, 8) the kind
+    // word, [8, 16) the text's length, [64, 64 + notice_text_max) the text. The local block has
+    // the same layout: the sources of the credit and notice writes.
     const std::size_t word = 64;
     const std::size_t ring = (std::size_t{opt_.slots} * opt_.slot_bytes + word - 1) / word * word;
-    local_block_ = ibverbs_detail::host_block(ring + word);
-    remote_block_ = ibverbs_detail::host_block(ring + word);
+    const std::size_t block = ring + word + notice_block_bytes;
+    local_block_ = ibverbs_detail::host_block(block);
+    remote_block_ = ibverbs_detail::host_block(block);
     send_slots_ = local_block_.p;
     credit_source_ = reinterpret_cast<std::uint64_t*>(local_block_.p + ring);
+    notice_source_ = local_block_.p + ring + word;
     recv_slots_ = remote_block_.p;
     credit_word_ = reinterpret_cast<std::uint64_t*>(remote_block_.p + ring);
-    // Local MR: what the NIC reads (send slots, credit source). Remote MR: what the peer writes.
-    local_mr_ = register_host(local_block_.p, ring + word, IBV_ACCESS_LOCAL_WRITE);
-    remote_mr_ = register_host(remote_block_.p, ring + word, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    notice_block_ = remote_block_.p + ring + word;
+    // Local MR: what the NIC reads (send slots, credit and notice sources). Remote MR: what the peer writes.
+    local_mr_ = register_host(local_block_.p, block, IBV_ACCESS_LOCAL_WRITE);
+    remote_mr_ = register_host(remote_block_.p, block, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 
     cq_ = api_->create_cq(c_->ctx, opt_.cq_depth, nullptr, nullptr, 0);
     if (cq_ == nullptr) fail(errc::system, "ibv_create_cq(" + std::to_string(opt_.cq_depth) + ") failed: " + errno_text());
@@ -619,13 +637,71 @@ class ibverbs_connection {
     send_credit();
   }
 
+  // Writes a notice to the peer (see the file comment): `text` (cut to notice_text_max bytes) into
+  // its notice block, then the kind word. Best effort: false (nothing posted) before connect(),
+  // while an earlier notice's writes are in flight, or where the send queue lacks two free
+  // entries (progress() retires completed ones). Their failure surfaces as any write's does.
+  bool post_notice(ibverbs_notice kind, std::string_view text = {}) {
+    if (!connected_ || notice_pending() || sq_posted_ - sq_completed_ + 2 > opt_.send_depth) return false;
+    const std::size_t n = std::min(text.size(), notice_text_max);
+    const std::uint64_t len = n;
+    std::memcpy(notice_source_ + 8, &len, sizeof len);
+    if (n > 0) std::memcpy(notice_source_ + 64, text.data(), n);
+    const std::uint64_t word = static_cast<std::uint64_t>(kind);
+    std::memcpy(notice_source_, &word, sizeof word);
+    const std::uint64_t remote = remote_.credit_addr + 64;
+    ibv_sge body{};
+    body.addr = reinterpret_cast<std::uintptr_t>(notice_source_ + 8);
+    body.length = static_cast<std::uint32_t>(56 + n);
+    body.lkey = local_mr_.lkey();
+    ibv_send_wr wr{};
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.sg_list = &body;
+    wr.num_sge = 1;
+    wr.wr.rdma.remote_addr = remote + 8;
+    wr.wr.rdma.rkey = remote_.rkey;
+    post_send(wr, notice_write, "notice text write");
+    ibv_sge head{};
+    head.addr = reinterpret_cast<std::uintptr_t>(notice_source_);
+    head.length = sizeof word;
+    head.lkey = local_mr_.lkey();
+    ibv_send_wr wr2{};
+    wr2.opcode = IBV_WR_RDMA_WRITE;
+    wr2.sg_list = &head;
+    wr2.num_sge = 1;
+    wr2.wr.rdma.remote_addr = remote;
+    wr2.wr.rdma.rkey = remote_.rkey;
+    post_send(wr2, notice_write, "notice write");
+    notice_done_at_ = sq_posted_;
+    return true;
+  }
+  // A notice's writes have not all completed yet.
+  bool notice_pending() const noexcept { return sq_completed_ < notice_done_at_; }
+  // The latest notice the peer wrote (none: none yet), and the text of its abort.
+  ibverbs_notice peer_notice() const noexcept {
+    return static_cast<ibverbs_notice>(
+        std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(notice_block_)).load(std::memory_order_acquire));
+  }
+  std::string peer_notice_text() const {
+    std::uint64_t len = 0;
+    std::memcpy(&len, notice_block_ + 8, sizeof len);
+    return std::string(reinterpret_cast<const char*>(notice_block_ + 64), std::min<std::uint64_t>(len, notice_text_max));
+  }
+
+  // Every send-queue entry posted has completed (with a signaled last one: a notice, a credit).
+  bool send_queue_idle() const noexcept { return sq_completed_ == sq_posted_; }
+  // Released messages whose credit has not reached the peer yet (or a credit write in flight).
+  bool credit_pending() const noexcept { return credit_inflight_ || released_ != credit_sent_; }
+
   // Counters, for tests and stall reports.
   std::uint64_t sent() const noexcept { return sent_; }
+  std::uint64_t peer_released() const noexcept { return peer_consumed(); }
   std::uint64_t arrived_count() const noexcept { return arrived_; }
   std::uint64_t released_count() const noexcept { return released_; }
 
  private:
   static constexpr std::uint64_t receive_wr_id = ~std::uint64_t{0};
+  static constexpr std::size_t notice_block_bytes = 64 + notice_text_max;
 
   static std::string errno_text() { return ibverbs_detail::errno_text(errno); }
 
@@ -663,7 +739,7 @@ class ibverbs_connection {
 
   // wr_id: (send-queue sequence << 2) | kind. A signaled completion of sequence s retires every
   // earlier entry too (a send queue completes in order).
-  enum wr_kind : std::uint64_t { data_write = 0, credit_write = 1, probe_write = 2 };
+  enum wr_kind : std::uint64_t { data_write = 0, credit_write = 1, probe_write = 2, notice_write = 3 };
   void post_send(ibv_send_wr& wr, wr_kind kind, const std::string& what) {
     const std::uint64_t seq = sq_posted_;
     const bool signaled =
@@ -734,6 +810,8 @@ class ibverbs_connection {
         what = "a credit write";
       else if ((wc.wr_id & 3u) == probe_write)
         what = "a probe (0-byte write) of the peer";
+      else if ((wc.wr_id & 3u) == notice_write)
+        what = "a notice (bye or abort) write";
       else
         what = "an RDMA write of a message";
       fail(errc::system, what + " completed with status " + std::to_string(static_cast<int>(wc.status)) + " '" +
@@ -775,6 +853,8 @@ class ibverbs_connection {
   std::byte* recv_slots_ = nullptr;
   std::uint64_t* credit_source_ = nullptr;
   std::uint64_t* credit_word_ = nullptr;
+  std::byte* notice_source_ = nullptr;
+  std::byte* notice_block_ = nullptr;
   ibverbs_memory local_mr_;
   ibverbs_memory remote_mr_;
   ibv_cq* cq_ = nullptr;
@@ -792,6 +872,7 @@ class ibverbs_connection {
   std::uint64_t credit_sent_ = 0;     // released_ as last written to the peer
   bool credit_inflight_ = false;
   bool probe_inflight_ = false;
+  std::uint64_t notice_done_at_ = 0;  // sq_posted_ after the last notice's writes
   std::chrono::steady_clock::time_point last_activity_{};
   std::vector<std::size_t> sizes_;    // (slot) bytes of the message held there
 };

@@ -81,9 +81,12 @@ struct net_options : common_options {
     // Each channel has its own connections (and, for sockets, its own TCP streams); a rank runs
     // its channels one after the other.
     channels = 1;
-    // The largest message. Network messages pay a fixed cost each, so they are larger than the
-    // shared-memory world's.
-    slot_bytes = std::size_t{512} << 10;
+    // The largest message. Network messages pay a fixed cost each and a credit's round trip bounds
+    // what is in flight (slots x slot_bytes per direction), so they are larger than the
+    // shared-memory world's: 2 MiB (bench/RESULTS.md, "Between hosts": 2 MiB slots moved 64 MiB
+    // in half the time of 512 KiB ones). A connection holds 2 x slots x slot_bytes of memory
+    // (16 MiB), made when a call first uses it.
+    slot_bytes = std::size_t{2} << 20;
     slots = 4;
     timeout = std::chrono::milliseconds(30000);
   }
@@ -431,10 +434,12 @@ class net_world {
     using clock = std::chrono::steady_clock;
     const auto deadline = clock::now() + opt_.timeout;
     int idle = 0;
+    auto idle_since = clock::now();
     try {
       for (;;) {
         if (progress_all()) {
           idle = 0;
+          idle_since = clock::now();
           if (ready()) return;
           continue;
         }
@@ -445,7 +450,10 @@ class net_world {
           fail(errc::timeout, what, rank_,
                "timed out after " + std::to_string(opt_.timeout.count()) + " ms " + awaited() +
                    "; does every rank call the same collectives with the same arguments, and is the network up?");
-        if (++idle < 256) {
+        // Spin a little (a message about to arrive is taken at once), then sleep until a socket
+        // moves: ranks that share a core must not spin on the core the rank with the data needs.
+        ++idle;
+        if (clock::now() - idle_since < spin_time) {
           detail::cpu_relax();
           continue;
         }
@@ -457,6 +465,8 @@ class net_world {
       throw;
     }
   }
+
+  static constexpr std::chrono::microseconds spin_time{20};
 
   int rank_;
   int nranks_;

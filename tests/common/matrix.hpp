@@ -3,6 +3,7 @@
 #pragma once
 
 #include <collcomm/algo/direct.hpp>
+#include <collcomm/algo/hierarchical.hpp>
 #include <collcomm/algo/linear.hpp>
 #include <collcomm/algo/one_shot.hpp>
 #include <collcomm/algo/p2p.hpp>

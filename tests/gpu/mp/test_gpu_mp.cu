@@ -372,10 +372,21 @@ constexpr bool pcie_matrix_kind = std::is_same_v<K, kind::all_reduce> || std::is
 
 // Every FIFO schedule (tests/common/matrix.hpp: ring, tree, recursive_doubling, pairwise, linear,
 // ...) of the six kinds, f32 (sum for the reducing kinds), each count in and out of place.
-template <class Comm = pcomm>
-int scenario_pcie_matrix(bootstrap::tcp& boot, int queued, std::vector<index_t> counts, gpu::options o) {
+// Comm: pcie_staged, or net<socket> (GPU buffers through the proxy; pretend_hosts > 0: rank r
+// counts as on host r % pretend_hosts, for the hierarchical schedules). Algos: the algorithms run.
+template <class Comm = pcomm, class Algos = collcomm_test::all_algorithms>
+int scenario_pcie_matrix(bootstrap::tcp& boot, int queued, std::vector<index_t> counts, gpu::options o,
+                         int pretend_hosts = 0) {
   const int me = boot.rank(), n = boot.size();
-  Comm comm(boot, 0, o);
+  Comm comm = [&] {
+    if constexpr (std::is_same_v<Comm, ncomm>) {
+      host::net_options no;
+      if (pretend_hosts > 0) no.host_id = 1 + static_cast<std::uint64_t>(me % pretend_hosts);
+      return Comm(boot, 0, o, no);
+    } else {
+      return Comm(boot, 0, o);
+    }
+  }();
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   std::uint64_t seed = env_u64("COLLCOMM_TEST_SEED");
@@ -387,7 +398,13 @@ int scenario_pcie_matrix(bootstrap::tcp& boot, int queued, std::vector<index_t> 
     }
   }
   const char* what = std::is_same_v<Comm, pcomm> ? "pcie" : "net";
-  collcomm_test::for_each_schedule([&]<class K, class A>(std::type_identity<K>, std::type_identity<A>) {
+  if constexpr (std::is_same_v<Comm, ncomm>) {
+    if (pretend_hosts > 0 && comm.hosts().nhosts() != std::min(pretend_hosts, n)) {
+      report("%d hosts seen, %d pretended", comm.hosts().nhosts(), std::min(pretend_hosts, n));
+      ++failures;
+    }
+  }
+  collcomm_test::for_each_schedule<Algos>([&]<class K, class A>(std::type_identity<K>, std::type_identity<A>) {
     using Op = kind_op<K>;
     if constexpr (pcie_matrix_kind<K> && !A::needs_direct &&
                   valid_composition<K, A, typename Comm::transport_type, Op, float>) {
@@ -966,6 +983,12 @@ int child_main(const std::string& scenario) {
     } else if (scenario == "net_matrix") {
       gpu::options o = pcie_options();
       code = scenario_pcie_matrix<ncomm>(boot, 20, {1, static_cast<index_t>(boot.size() + 1), 1031, 250007}, o);
+    } else if (scenario == "net_hier") {
+      using hier = collcomm_test::type_list<algo::hierarchical<algo::ring, algo::ring>,
+                                            algo::hierarchical<algo::tree, algo::ring>>;
+      const int n = boot.size();
+      code = scenario_pcie_matrix<ncomm, hier>(boot, 8, {1, static_cast<index_t>(n + 1), 1031, 250007},
+                                               pcie_options(), n >= 4 ? 2 : n);
     } else if (scenario == "net_no_mps") {
       gpu::options o = pcie_options();
       o.channels = 2;
@@ -1111,6 +1134,15 @@ TEST_CASE("mp: net<socket> GPU buffers through the proxy, every FIFO schedule, N
   for (int n : {2, 3, 4}) {
     const auto j = run_ranks(n, "net_matrix", fresh("net matrix"), 120s);
     expect_all(j, ("net matrix n=" + std::to_string(n)).c_str());
+  }
+}
+
+// hierarchical<ring, ring> and <tree, ring> with pretend hosts (rank r on host r % 2; 3 ranks:
+// 3 hosts of one), every kind they serve.
+TEST_CASE("mp: net<socket> GPU buffers, hierarchical over pretend hosts, N = 3, 4, 5 processes") {
+  for (int n : {3, 4, 5}) {
+    const auto j = run_ranks(n, "net_hier", fresh("net hier"), 120s);
+    expect_all(j, ("net hier n=" + std::to_string(n)).c_str());
   }
 }
 

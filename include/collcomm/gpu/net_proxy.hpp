@@ -40,6 +40,7 @@
 #include <collcomm/gpu/stall.hpp>
 #include <collcomm/gpu/world.hpp>
 #include <collcomm/net.hpp>
+#include <collcomm/topology.hpp>
 #include <collcomm/transport/pcie_device.hpp>
 #include <collcomm/transport/socket/connection.hpp>
 
@@ -85,11 +86,43 @@ class net_part {
   ~net_part() {
     stop_.store(true);
     if (thread_.joinable()) thread_.join();
+    if (topology_block_) {
+      detail::device_guard guard(w_->device_of(rank_));
+      cudaFree(topology_block_);
+    }
   }
   net_part(const net_part&) = delete;
   net_part& operator=(const net_part&) = delete;
 
   world& gpu_world() const noexcept { return *w_; }
+
+  // The hosts as the kernels' hierarchical schedules see them (coll_args::topo): a copy of `t` in
+  // this rank's GPU memory, the struct followed by its arrays.
+  void set_topology(const topology_table& t) {
+    const topology& v = t.view();
+    const std::size_t n = static_cast<std::size_t>(v.nranks), nh = static_cast<std::size_t>(v.nhosts);
+    const std::size_t ints = 3 * n + nh + 1, bytes = sizeof(topology) + ints * sizeof(int);
+    std::vector<unsigned char> host(bytes);
+    detail::device_guard guard(w_->device_of(rank_));
+    detail::cuda_check(cudaMalloc(&topology_block_, bytes), "communicator<net>: cudaMalloc (topology)", rank_);
+    auto* d = static_cast<unsigned char*>(topology_block_);
+    topology dv = v;
+    int* arrays = reinterpret_cast<int*>(d + sizeof(topology));
+    dv.host_of = arrays;
+    dv.local_index = arrays + n;
+    dv.host_ranks = arrays + 2 * n;
+    dv.host_first = arrays + 3 * n;
+    std::memcpy(host.data(), &dv, sizeof dv);
+    int* h = reinterpret_cast<int*>(host.data() + sizeof(topology));
+    std::memcpy(h, v.host_of, n * sizeof(int));
+    std::memcpy(h + n, v.local_index, n * sizeof(int));
+    std::memcpy(h + 2 * n, v.host_ranks, n * sizeof(int));
+    std::memcpy(h + 3 * n, v.host_first, (nh + 1) * sizeof(int));
+    detail::cuda_check(cudaMemcpy(d, host.data(), bytes, cudaMemcpyHostToDevice), "communicator<net>: cudaMemcpy",
+                       rank_);
+    device_topology_ = reinterpret_cast<const topology*>(d);
+  }
+  const topology* device_topology() const noexcept { return device_topology_; }
 
   // A launch of a call whose messages carry fingerprint `fp` (31 bits) and elements of
   // `elem_bytes` bytes is about to be enqueued.
@@ -355,6 +388,8 @@ class net_part {
   bool told_ = false;
   mutable std::mutex failure_mutex_;
   std::string failure_;
+  void* topology_block_ = nullptr;
+  const topology* device_topology_ = nullptr;
   std::thread thread_;  // last: started once everything above is made
 };
 
@@ -386,6 +421,8 @@ communicator<transport::net<Backend>>::communicator(B& boot, int device, gpu::op
   auto w = std::make_shared<gpu::world>(gpu::world::net_tag{}, nranks_, rank_, device, on_gpu, gpu_opts);
   ep->set_channels(w->opts().channels);  // the GPU world's channels, each its own connections
   g_ = std::make_shared<gpu::net_part<Backend>>(std::move(w), rank_, std::move(ep), opt.socket.streams);
+  topo_ = std::make_shared<const topology_table>(topology_table::from_host_ids(host_ids_));
+  g_->set_topology(*topo_);
   check_ = &gpu::net_part<Backend>::check_of;
   abort_ = &gpu::net_part<Backend>::abort_of;
 }
@@ -406,6 +443,7 @@ void communicator<transport::net<Backend>>::run(const coll_args& a0, const T* in
     coll_args a = a0;
     a.rank = rank_;
     a.nranks = nranks_;
+    a.topo = g_->device_topology();
     const gpu::launch_detail::launch_shape shape = gpu::launch_detail::shape_of<Tuning>(w, K::name, rank_);
     if (shape.slot_bytes != w.opts().slot_bytes)
       detail::fail(errc::invalid_argument, K::name, rank_,

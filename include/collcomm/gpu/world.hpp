@@ -404,6 +404,21 @@ class world {
         for (auto& e : entry_aborts_) have |= e.first == d;
         if (!have) entry_aborts_.push_back({d, static_cast<std::uint32_t*>(alloc(d, sizeof(std::uint32_t)))});
       }
+    alloc_stall_records(n);
+
+    for (int d : devices_) {
+      bool have = false;
+      for (auto& g : groups_) have |= g->device == d;
+      if (have) continue;
+      std::vector<int> ranks;
+      for (int r = 0; r < n; ++r)
+        if (device_of(r) == d) ranks.push_back(r);
+      add_group(d, std::move(ranks));
+    }
+  }
+
+  // Host-mapped stall records, one per rank, zeroed.
+  void alloc_stall_records(int n) {
     void* stall = nullptr;
     detail::cuda_check(
         cudaHostAlloc(&stall, sizeof(transport::stall_record) * n, cudaHostAllocMapped | cudaHostAllocPortable),
@@ -414,25 +429,21 @@ class world {
     void* dstall = nullptr;
     detail::cuda_check(cudaHostGetDevicePointer(&dstall, stall, 0), "cudaHostGetDevicePointer");
     base_.stall = static_cast<transport::stall_record*>(dstall);
-
-    for (int d : devices_) {
-      bool have = false;
-      for (auto& g : groups_) have |= g->device == d;
-      if (have) continue;
-      auto g = std::make_unique<launch_group>();
-      g->device = d;
-      for (int r = 0; r < n; ++r)
-        if (device_of(r) == d) g->ranks.push_back(r);
-      g->present.assign(g->ranks.size(), 0);
-      g->p2p_pending.assign(g->ranks.size() * g->ranks.size(), 0);
-      g->p2p_pending_bytes.assign(g->ranks.size() * g->ranks.size(), 0);
-      detail::device_guard guard(d);
-      g->ready.resize(g->ranks.size(), nullptr);
-      for (auto& e : g->ready)
-        detail::cuda_check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "gpu::world: cudaEventCreate");
-      detail::cuda_check(cudaEventCreateWithFlags(&g->done, cudaEventDisableTiming), "gpu::world: cudaEventCreate");
-      groups_.push_back(std::move(g));
-    }
+  }
+  // The launch group of GPU `device`: the world's ranks on it (ascending).
+  void add_group(int device, std::vector<int> ranks) {
+    auto g = std::make_unique<launch_group>();
+    g->device = device;
+    g->ranks = std::move(ranks);
+    g->present.assign(g->ranks.size(), 0);
+    g->p2p_pending.assign(g->ranks.size() * g->ranks.size(), 0);
+    g->p2p_pending_bytes.assign(g->ranks.size() * g->ranks.size(), 0);
+    detail::device_guard guard(device);
+    g->ready.resize(g->ranks.size(), nullptr);
+    for (auto& e : g->ready)
+      detail::cuda_check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "gpu::world: cudaEventCreate");
+    detail::cuda_check(cudaEventCreateWithFlags(&g->done, cudaEventDisableTiming), "gpu::world: cudaEventCreate");
+    groups_.push_back(std::move(g));
   }
 
   void setup_net(int rank, int device) {
@@ -478,27 +489,8 @@ class world {
     base_.barrier_stride = 128 / sizeof(std::uint64_t);
     base_.abort = static_cast<std::uint32_t*>(alloc_mapped_host(sizeof(std::uint32_t)));  // the proxy raises it
     entry_aborts_.push_back({device, static_cast<std::uint32_t*>(alloc(device, sizeof(std::uint32_t)))});
-    void* stall = nullptr;
-    detail::cuda_check(
-        cudaHostAlloc(&stall, sizeof(transport::stall_record) * n, cudaHostAllocMapped | cudaHostAllocPortable),
-        "communicator<net>: cudaHostAlloc");
-    std::memset(stall, 0, sizeof(transport::stall_record) * n);
-    host_stall_ = stall;
-    stall_view_ = stall;
-    void* dstall = nullptr;
-    detail::cuda_check(cudaHostGetDevicePointer(&dstall, stall, 0), "cudaHostGetDevicePointer");
-    base_.stall = static_cast<transport::stall_record*>(dstall);
-    auto g = std::make_unique<launch_group>();
-    g->device = device;
-    g->ranks.push_back(rank);
-    g->present.assign(1, 0);
-    g->p2p_pending.assign(1, 0);
-    g->p2p_pending_bytes.assign(1, 0);
-    detail::device_guard guard(device);
-    g->ready.resize(1, nullptr);
-    detail::cuda_check(cudaEventCreateWithFlags(&g->ready[0], cudaEventDisableTiming), "cudaEventCreate");
-    detail::cuda_check(cudaEventCreateWithFlags(&g->done, cudaEventDisableTiming), "cudaEventCreate");
-    groups_.push_back(std::move(g));
+    alloc_stall_records(n);
+    add_group(device, {rank});
   }
 
   void release() noexcept {

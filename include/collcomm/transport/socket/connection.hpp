@@ -571,16 +571,7 @@ class socket_endpoint {
       if (const int e = bootstrap::detail::connect_by(fd.get(), a, deadline))
         fail_peer(c, detail::errno_text(("connect to " + peer_text(peer)).c_str(), e));
       detail::set_socket_options(fd.get(), timeout_);
-      detail::hello h{};
-      h.magic = detail::hello_magic;
-      h.job = job_;
-      h.server_nonce = to.nonce;
-      bootstrap::auth::random_bytes(h.client_nonce);
-      h.src = static_cast<std::uint32_t>(self_);
-      h.dst = static_cast<std::uint32_t>(peer);
-      h.channel = static_cast<std::uint32_t>(c.channel());
-      h.stream = static_cast<std::uint32_t>(s);
-      h.mac = detail::hello_mac(token_, detail::purpose_hello, h);
+      const detail::hello h = make_hello(peer, c.channel(), static_cast<std::uint32_t>(s));
       using bootstrap::detail::io;
       if (bootstrap::detail::send_all(fd.get(), reinterpret_cast<const std::byte*>(&h), sizeof h, deadline) != io::ok)
         fail_peer(c, "sending the hello to " + peer_text(peer) + " failed");
@@ -616,16 +607,7 @@ class socket_endpoint {
     const auto deadline = clock::now() + std::min<std::chrono::milliseconds>(timeout_, std::chrono::seconds(1));
     fd_owner fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (!fd || bootstrap::detail::connect_by(fd.get(), a, deadline) != 0) return false;
-    detail::hello h{};
-    h.magic = detail::hello_magic;
-    h.job = job_;
-    h.server_nonce = to.nonce;
-    bootstrap::auth::random_bytes(h.client_nonce);
-    h.src = static_cast<std::uint32_t>(self_);
-    h.dst = static_cast<std::uint32_t>(peer);
-    h.channel = static_cast<std::uint32_t>(c.channel());
-    h.stream = request_stream;
-    h.mac = detail::hello_mac(token_, detail::purpose_hello, h);
+    const detail::hello h = make_hello(peer, c.channel(), request_stream);
     return bootstrap::detail::send_all(fd.get(), reinterpret_cast<const std::byte*>(&h), sizeof h, deadline) ==
            bootstrap::detail::io::ok;
   }
@@ -701,6 +683,21 @@ class socket_endpoint {
     socket_connection* c = find(static_cast<int>(h.src), static_cast<int>(h.channel));
     if (c == nullptr || c->has_stream(static_cast<int>(h.stream))) return nullptr;
     return c;
+  }
+
+  // A hello to `peer` for (channel, stream), with a fresh nonce and its MAC.
+  detail::hello make_hello(int peer, int channel, std::uint32_t stream) const {
+    detail::hello h{};
+    h.magic = detail::hello_magic;
+    h.job = job_;
+    h.server_nonce = peers_[static_cast<std::size_t>(peer)].nonce;
+    bootstrap::auth::random_bytes(h.client_nonce);
+    h.src = static_cast<std::uint32_t>(self_);
+    h.dst = static_cast<std::uint32_t>(peer);
+    h.channel = static_cast<std::uint32_t>(channel);
+    h.stream = stream;
+    h.mac = detail::hello_mac(token_, detail::purpose_hello, h);
+    return h;
   }
 
   bool verify_request(const detail::hello& h) const {

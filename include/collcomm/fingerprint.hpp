@@ -33,6 +33,7 @@
 
 #include <collcomm/algo/direct.hpp>
 #include <collcomm/algo/linear.hpp>
+#include <collcomm/algo/hierarchical.hpp>
 #include <collcomm/algo/one_shot.hpp>
 #include <collcomm/algo/p2p.hpp>
 #include <collcomm/algo/pairwise.hpp>
@@ -142,8 +143,10 @@ struct named_policies {
 
 using known_kinds = named_policies<kind::all_reduce, kind::reduce_scatter, kind::all_gather, kind::broadcast,
                                    kind::reduce, kind::all_to_all, kind::gather, kind::scatter, kind::send_recv>;
-using known_algorithms = named_policies<algo::ring, algo::tree, algo::one_shot, algo::two_shot, algo::direct,
-                                        algo::pairwise, algo::recursive_doubling, algo::p2p, algo::linear>;
+using known_algorithms =
+    named_policies<algo::ring, algo::tree, algo::one_shot, algo::two_shot, algo::direct, algo::pairwise,
+                   algo::recursive_doubling, algo::p2p, algo::linear, algo::hierarchical<algo::ring, algo::ring>,
+                   algo::hierarchical<algo::tree, algo::ring>, algo::hierarchical<algo::ring, algo::tree>>;
 static_assert(known_kinds::distinct() && known_algorithms::distinct(),
               "collcomm: two kinds or two algorithms have names of the same name_id; rename one");
 

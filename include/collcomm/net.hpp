@@ -99,6 +99,9 @@ class communicator<transport::net<Backend>> {
   template <bootstrap::bootstrap_like B>
   explicit communicator(B& boot, host::net_options opt = {}) : rank_(boot.rank()), nranks_(boot.size()) {
     apply_env(opt);
+    if (opt.channels < 1)  // automatic channels (0) are the GPU's; a host rank runs them in turn
+      detail::fail(errc::invalid_argument, "communicator<net>", rank_,
+                   "option 'channels' = " + std::to_string(opt.channels) + " must be at least 1 for host buffers");
     auto ep = make_endpoint(boot, opt, {});
     w_ = std::make_shared<world_type>(rank_, nranks_, opt, std::move(ep));
     topo_ = std::make_shared<const topology_table>(topology_table::from_host_ids(host_ids_));

@@ -76,3 +76,23 @@ TEST_CASE("net<socket> loopback: moving kinds x every FIFO algorithm") {
   using elements = type_list<float, std::int8_t, double>;
   run_net_jobs<mp::pick_moving, elements, type_list<>>({2, 3, 4, 5});
 }
+
+TEST_CASE("net<socket>: bad options are refused naming them") {
+  mp::reports rep(2);
+  auto j = mp::run_job(
+      2,
+      [&](mp::bs::tcp& boot, mp::rank_report& me) {
+        collcomm::host::net_options opt;
+        opt.channels = 0;
+        try {
+          net_comm comm(boot, opt);
+        } catch (const collcomm::error& e) {
+          const std::string m = e.what();
+          if (e.code() == collcomm::errc::invalid_argument && m.find("'channels'") != std::string::npos) return 0;
+          return mp::child_fail(me, boot.rank(), 1, "wrong error: %s", e.what());
+        }
+        return mp::child_fail(me, boot.rank(), 1, "channels = 0 was taken");
+      },
+      rep, std::chrono::seconds(60));
+  for (int r = 0; r < 2; ++r) CHECK_MESSAGE(j.codes[static_cast<std::size_t>(r)] == 0, rep[r].msg);
+}

@@ -420,11 +420,14 @@ void run_deferred(const deferred_p2p* s, const deferred_p2p* r) {
   T* out = r ? static_cast<T*>(r->buf) : nullptr;
   const int send_peer = s ? s->peer : no_peer, recv_peer = r ? r->peer : no_peer;
   if constexpr (takes_stream<Tr>) {
-    if (takes_host_buffers<Tr> && !any.on_stream)
-      send_recv<Algo, Tuning>(comm, in, out, any.count, send_peer, recv_peer);
-    else
+    const auto on_stream = [&] {
       send_recv<Algo, Tuning>(comm, in, out, any.count, send_peer, recv_peer,
                               static_cast<typename communicator<Tr>::stream_type>(any.stream));
+    };
+    if constexpr (takes_host_buffers<Tr>) {
+      if (!any.on_stream) return send_recv<Algo, Tuning>(comm, in, out, any.count, send_peer, recv_peer);
+    }
+    on_stream();
   } else {
     send_recv<Algo, Tuning>(comm, in, out, any.count, send_peer, recv_peer);
   }

@@ -17,7 +17,11 @@
 // size and placement, after the warm-up calls), replays it once untimed, then times one replay.
 //
 // -T net: transport::net<socket> with GPU buffers (FIFO algorithms only): each rank's proxy thread
-// carries its kernels' messages over loopback TCP; the columns are -T pcie's.
+// carries its kernels' messages over loopback TCP; the columns are -T pcie's. -H HOSTS: the ranks
+// pretend to be HOSTS hosts of consecutive ranks (rank r on host r * HOSTS / n): ranks of one host
+// reach each other through GPU memory (CUDA IPC) and only the others through the proxy, unless
+// COLLCOMM_NET_SAME_HOST=network; -a hierarchical runs hierarchical<ring, ring> over those hosts.
+// Where some messages take GPU memory, the d2h% and h2d% columns are left out (-).
 // -T pcie: the staged path across processes (FIFO algorithms only: ring, tree). Rank 0 first
 // measures the pinned host<->device copy bandwidth (bench/pcie_link_model.hpp: each way alone and
 // both at once); instead of mem%, each line gives d2h% and h2d%: the slot bytes all ranks' kernels
@@ -58,6 +62,7 @@ using ncomm = communicator<transport::net<transport::socket>>;
 
 struct mp_settings : bench::settings {
   std::string transport = "nvlink";
+  int hosts = 0;  // -T net: pretend hosts (0: every rank its real host)
   mp_settings() {
     max_bytes = std::size_t{1} << 30;
     factor = 4;
@@ -138,7 +143,20 @@ int run(const mp_settings& st) {
         copy_bw = bench::copy_bandwidth(1, 5);
     }
     boot.barrier();
-    Comm comm(boot, 0, o);
+    Comm comm = [&] {
+      if constexpr (net) {
+        host::net_options no;
+        if (st.hosts > 0) no.host_id = 1 + static_cast<std::uint64_t>(me * st.hosts / n);
+        return Comm(boot, 0, o, no);
+      } else {
+        return Comm(boot, 0, o);
+      }
+    }();
+    // Whether every message crosses the host link twice (the d2h% and h2d% columns' model).
+    bool all_staged = true;
+    if constexpr (net)
+      for (int p = 0; p < n; ++p) all_staged = all_staged && (p == me || comm.over_network(p));
+    for (int v : gather(boot, static_cast<int>(all_staged))) all_staged = all_staged && v != 0;
     const gpu::options ro = [&] {
       if constexpr (net) {
         gpu::options r = o;
@@ -173,12 +191,14 @@ int run(const mp_settings& st) {
       bench::print_table_header(bench::text("%6s", "mem%"));
     } else if (me == 0) {
       std::printf(
-          "# %s %s f32 sum processes=%d (one GPU, %s) "
+          "# %s %s f32 sum processes=%d (one GPU, %s%s) "
           "channels=%d slot_bytes=%zu slots=%d iters=%d; "
           "pinned copy h2d=%.1f GB/s d2h=%.1f GB/s, both at once %.1f GB/s each way\n",
           K::name, A::name, n,
           net ? "net<socket>: FIFOs in pinned host memory, a proxy thread per rank over loopback TCP"
               : "pcie staged through POSIX shm + cudaHostRegister",
+          !net || all_staged ? ""
+                             : bench::text("; %d pretend hosts, ranks of one host through GPU memory", st.hosts).c_str(),
           ro.channels, ro.slot_bytes, ro.slots, st.iters, pinned.h2d / 1e9, pinned.d2h / 1e9,
           pinned.both / 1e9);
       bench::print_table_header(bench::text("%5s %5s", "d2h%", "h2d%"));
@@ -190,6 +210,7 @@ int run(const mp_settings& st) {
       coll_args base{};
       base.nranks = n;
       base.count = count;
+      if constexpr (net) base.topo = &comm.hosts().view();
       const index_t in_n = input_elems<K>(base), out_n = output_elems<K>(base);
       if (me == 0) bench::print_row_start(bytes, count, "f32", K::reduces ? "sum" : "none");
       for (int place = 0; place < (has_ip ? 2 : 1); ++place) {
@@ -257,6 +278,11 @@ int run(const mp_settings& st) {
           const index_t slot = static_cast<index_t>(ro.slot_bytes / sizeof(float)) / align * align;
           const bool last = place == 1 || !has_ip;
           if constexpr (pcie) {
+            if (!all_staged) {
+              bench::print_placement(us, algbw, busbw, bench::text("%5s %5s", "-", "-"), w, last);
+              std::fflush(stdout);
+              continue;
+            }
             double up = 0, down = 0;
             bench::link_bytes<K, A>(base, ro.channels, slot, align, sizeof(float), up, down);
             const double sec = us * 1e-6;
@@ -283,6 +309,11 @@ int run(const mp_settings& st) {
 template <class K, class Comm>
 int run_algo(const mp_settings& st) {
   if (st.algo == "ring") return run<K, algo::ring, Comm>(st);
+  if constexpr (std::is_same_v<Comm, ncomm>) {
+    using hier = algo::hierarchical<algo::ring, algo::ring>;
+    if constexpr (valid_composition<K, hier, typename Comm::transport_type, bench::bench_op<K>, float>)
+      if (st.algo == "hierarchical") return run<K, hier, Comm>(st);
+  }
   if constexpr (std::is_same_v<K, kind::all_reduce> || std::is_same_v<K, kind::broadcast>)
     if (st.algo == "tree") return run<K, algo::tree, Comm>(st);
   // Direct algorithms load peers' buffers: not over pcie_staged (they do not compile there).
@@ -292,7 +323,7 @@ int run_algo(const mp_settings& st) {
   }
   std::fprintf(stderr,
                "collcomm_bench_mp: algorithm '%s' is not built for %s "
-               "(ring; tree for all_reduce and broadcast; one_shot, two_shot for all_reduce)\n",
+               "(ring; tree for all_reduce and broadcast; one_shot, two_shot for all_reduce; hierarchical over -T net)\n",
                st.algo.c_str(), K::name);
   return 1;
 }
@@ -347,10 +378,13 @@ int main(int argc, char** argv) {
                     "transport: nvlink (CUDA IPC), pcie (staged through POSIX shared memory) or net (net<socket>, "
                     "a proxy per rank over loopback TCP)"},
                    {"-G", &st.graph, "1: replay the -i calls from a CUDA graph in each process"},
+                   {"-H", &st.hosts,
+                    "-T net: the ranks pretend to be this many hosts of consecutive ranks (ranks of one host "
+                    "through GPU memory)"},
                });
   bench::parse_flags(argc, argv, flags,
                      "collcomm_bench_mp -n PROCESSES -k KIND -a ALGO -b MIN -e MAX -f FACTOR [-w WARMUP] [-i CALLS] "
-                     "[-c 0|1] [-C CHANNELS] [-S SLOT_BYTES] [-T nvlink|pcie|net] [-G 0|1]");
+                     "[-c 0|1] [-C CHANNELS] [-S SLOT_BYTES] [-T nvlink|pcie|net] [-G 0|1] [-H HOSTS]");
   bench::check_settings(st);
   if (st.transport != "nvlink" && st.transport != "pcie" && st.transport != "net") {
     std::fprintf(stderr, "collcomm_bench_mp: -T %s is not one of nvlink, pcie, net\n", st.transport.c_str());

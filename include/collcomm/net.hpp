@@ -12,10 +12,13 @@
 //   cudaStreamSynchronize(stream); gcomm.check();
 //
 // Host buffers: the host executor's primitives post to the backend directly (host/net_world.hpp).
-// GPU buffers: the kernel's FIFOs live in pinned host memory and a proxy thread moves their
-// messages to and from the network (gpu/net_proxy.hpp, which defines the GPU members declared
-// here; include <collcomm/gpu.hpp> in the CUDA translation unit). A communicator is made for one
-// kind of buffer: a call with the other kind throws errc::invalid_usage.
+// GPU buffers: between ranks of one host the kernels' FIFOs are GPU memory, as in a world of
+// processes over nvlink (net_options::same_host); towards other hosts they live in pinned host
+// memory and a proxy thread moves their messages to and from the network (gpu/net_proxy.hpp,
+// which defines the GPU members declared here; include <collcomm/gpu.hpp> in the CUDA
+// translation unit). So hierarchical<Intra, Inter> runs its intra-host steps over NVLink and only
+// its inter-host steps over the network. A communicator is made for one kind of buffer: a call
+// with the other kind throws errc::invalid_usage.
 //
 // Made collectively over a bootstrap: every rank publishes its host identity with its backend's
 // part (host/net_world.hpp, net_backend). net<socket>: each rank listens on one TCP port (the
@@ -126,6 +129,11 @@ class communicator<transport::net<Backend>> {
   // Every rank's host identity, by rank (ranks with equal ids share a host), and the hosts as the
   // hierarchical algorithms see them (coll_args::topo of every call).
   const std::vector<std::uint64_t>& host_ids() const noexcept { return host_ids_; }
+  // Whether this rank's messages to and from `peer` cross the network: for GPU buffers not for a
+  // peer of this rank's host (net_options::same_host = gpu_memory), for host buffers always.
+  bool over_network(int peer) const noexcept {
+    return peer != rank_ && (near_.empty() || !near_[static_cast<std::size_t>(peer)]);
+  }
   const topology_table& hosts() const noexcept { return *topo_; }
 
   // Marks the communicator failed and tells the connected peers (see net_world.hpp). Never blocks.
@@ -189,7 +197,17 @@ class communicator<transport::net<Backend>> {
     return ep;
   }
 
-  static void apply_env(host::net_options& opt) {
+  void apply_env(host::net_options& opt) const {
+    if (const char* e = std::getenv("COLLCOMM_NET_SAME_HOST"); e != nullptr && *e != '\0') {
+      const std::string v = e;
+      if (v == "network")
+        opt.same_host = host::same_host_path::network;
+      else if (v == "gpu_memory")
+        opt.same_host = host::same_host_path::gpu_memory;
+      else
+        detail::fail(errc::invalid_argument, "communicator<net>", rank_,
+                     "environment variable COLLCOMM_NET_SAME_HOST = '" + v + "' is neither 'gpu_memory' nor 'network'");
+    }
     if (opt.socket.ifname.empty())
       if (const char* e = std::getenv("COLLCOMM_SOCKET_IFNAME")) opt.socket.ifname = e;
     if (const char* e = std::getenv("COLLCOMM_SOCKET_STREAMS"); e != nullptr && *e != '\0')
@@ -204,6 +222,7 @@ class communicator<transport::net<Backend>> {
   void (*abort_)(gpu::net_part<Backend>*, int, const std::string&) = nullptr;
   std::vector<std::uint64_t> host_ids_;
   std::vector<std::array<unsigned char, 16>> gpus_;
+  std::vector<char> near_;  // GPU buffers: (rank) of this rank's host group, reached through GPU memory
   std::shared_ptr<const topology_table> topo_;  // from host_ids_
 };
 

@@ -2,11 +2,14 @@
 // byte for byte with fresh random data; then every failure the tcp bootstrap has, with the same
 // codes and the same rank named on every rank: a rank that never joins, a rank that skips a
 // collective, a rank whose thread leaves, mismatched all_gather sizes, a wrong recv size, bad
-// arguments. Every wait is bounded; each failure case also checks how long it took.
+// arguments. Every wait is bounded; each failure case also checks how long it took. Last, the
+// subset bootstrap that groups of ranks join their worlds over (detail/join.hpp).
 #include <collcomm/bootstrap/local.hpp>
+#include <collcomm/detail/join.hpp>
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <functional>
@@ -290,4 +293,62 @@ TEST_CASE("local bootstrap: bad arguments") {
   CHECK(ms_since(t0) < 100);
   bs::local moved(std::move(one));  // a moved bootstrap keeps working
   moved.barrier();
+}
+
+// detail::subset_bootstrap: groups of a parent's ranks all-gather side by side, each its own
+// record size, with ranks of no group making barriers; every byte checked against each sender's
+// random data. A group whose ranks are in different exchanges is an error naming the rank.
+TEST_CASE("subset bootstrap: groups exchange records of their own sizes at once over one parent") {
+  const auto seed = fresh_seed();
+  const int n = 7;
+  bs::local_group group(n, 5s);
+  // Groups {0, 3, 5}, {6, 1} (group rank order differs from parent order), {4}; rank 2 in none.
+  const std::vector<std::vector<int>> groups = {{0, 3, 5}, {6, 1}, {4}};
+  auto codes = run_threads(n, [&](int r) {
+    bs::local b(group, r);
+    std::vector<int> members;
+    int mine = -1, g = -1;
+    for (std::size_t k = 0; k < groups.size(); ++k)
+      for (std::size_t i = 0; i < groups[k].size(); ++i)
+        if (groups[k][i] == r) {
+          members = groups[k];
+          mine = static_cast<int>(i);
+          g = static_cast<int>(k);
+        }
+    collcomm::detail::subset_bootstrap<bs::local> sb(b, members, mine);
+    if (sb.size() != static_cast<int>(members.size()) || sb.rank() != mine) return 11;
+    const int rounds = 4;
+    for (int round = 0; round < rounds; ++round) {
+      if (g < 0) {
+        sb.barrier();
+        continue;
+      }
+      const std::size_t bytes = 1 + static_cast<std::size_t>(g) * 37 + static_cast<std::size_t>(round) * 100;
+      const auto in = rank_bytes(seed + static_cast<std::uint64_t>(round), r, bytes);
+      std::vector<std::byte> out(bytes * members.size(), std::byte{0x5a});
+      sb.all_gather(in, out);
+      for (std::size_t i = 0; i < members.size(); ++i) {
+        const auto want = rank_bytes(seed + static_cast<std::uint64_t>(round), members[i], bytes);
+        if (!std::equal(want.begin(), want.end(), out.begin() + static_cast<std::ptrdiff_t>(i * bytes))) return 12;
+      }
+    }
+    if (sb.rounds() != rounds) return 13;
+    // Rank 3 is one exchange behind its group: rank 0 and 5 get 4-byte records where it gives 8.
+    std::vector<std::byte> in(g == 0 && r == 3 ? 8 : 4), out(in.size() * members.size());
+    if (g != 0) {
+      if (g > 0) sb.all_gather(in, out); else sb.barrier();
+      return 0;
+    }
+    if (r == 3) {
+      try {
+        sb.all_gather(in, out);
+      } catch (const collcomm::error&) {
+        return 0;  // rank 0's 4 bytes: named below on the others
+      }
+      return 14;
+    }
+    return expect_error(r, "subset all_gather", collcomm::errc::invalid_usage, "rank 3 gave 8 bytes", 1s,
+                        [&] { sb.all_gather(in, out); });
+  });
+  for (int r = 0; r < n; ++r) CHECK_MESSAGE(codes[std::size_t(r)] == 0, "rank " << r);
 }

@@ -96,3 +96,24 @@ TEST_CASE("net<socket>: bad options are refused naming them") {
       rep, std::chrono::seconds(60));
   for (int r = 0; r < 2; ++r) CHECK_MESSAGE(j.codes[static_cast<std::size_t>(r)] == 0, rep[r].msg);
 }
+
+TEST_CASE("net<socket>: a bad COLLCOMM_NET_SAME_HOST is refused naming it and its value") {
+  mp::reports rep(2);
+  auto j = mp::run_job(
+      2,
+      [&](mp::bs::tcp& boot, mp::rank_report& me) {
+        ::setenv("COLLCOMM_NET_SAME_HOST", "nvlink", 1);  // a forked rank's own environment
+        try {
+          net_comm comm(boot);
+        } catch (const collcomm::error& e) {
+          const std::string m = e.what();
+          if (e.code() == collcomm::errc::invalid_argument && m.find("COLLCOMM_NET_SAME_HOST = 'nvlink'") != std::string::npos &&
+              e.rank() == boot.rank())
+            return 0;
+          return mp::child_fail(me, boot.rank(), 1, "wrong error: %s", e.what());
+        }
+        return mp::child_fail(me, boot.rank(), 1, "COLLCOMM_NET_SAME_HOST=nvlink was taken");
+      },
+      rep, std::chrono::seconds(60));
+  for (int r = 0; r < 2; ++r) CHECK_MESSAGE(j.codes[static_cast<std::size_t>(r)] == 0, rep[r].msg);
+}

@@ -99,5 +99,60 @@ inline std::string rank_list(const std::vector<int>& ranks) {
   return s;
 }
 
+// The bootstrap that a group of a parent bootstrap's ranks joins a world over, while every other
+// group joins its own at the same time: each all_gather is one of the parent's, which every
+// parent rank makes (a rank of no group, or whose join failed early, makes barriers until it made
+// as many as the others), in frames of `frame_bytes` (a size word and the payload), so that the
+// groups' records may differ in size. Keeps the members' payloads, in group-rank order. All-gathers
+// only: send and recv are refused. Its errors name ranks of the parent.
+template <class B>
+class subset_bootstrap {
+ public:
+  static constexpr std::size_t frame_bytes = 512;
+  // `members`: the group's parent ranks in group-rank order (empty: no group); `rank`: this
+  // rank's place in it (-1: none).
+  subset_bootstrap(B& parent, std::vector<int> members, int rank)
+      : parent_(&parent), members_(std::move(members)), rank_(rank) {}
+  int rank() const noexcept { return rank_; }
+  int size() const noexcept { return static_cast<int>(members_.size()); }
+  int rounds() const noexcept { return rounds_; }
+  void all_gather(std::span<const std::byte> in, std::span<std::byte> out) {
+    if (in.size() > frame_bytes || out.size() != in.size() * members_.size())
+      fail(errc::internal, "subset_bootstrap", parent_->rank(),
+           "an all_gather of " + std::to_string(in.size()) + " bytes into " + std::to_string(out.size()) +
+               " does not fit its frames");
+    ++rounds_;
+    constexpr std::size_t stride = 8 + frame_bytes;
+    std::vector<std::byte> mine(stride, std::byte{0});
+    const std::uint64_t size = in.size();
+    std::memcpy(mine.data(), &size, 8);
+    if (!in.empty()) std::memcpy(mine.data() + 8, in.data(), in.size());
+    std::vector<std::byte> all(stride * static_cast<std::size_t>(parent_->size()));
+    parent_->all_gather(std::span<const std::byte>(mine), std::span<std::byte>(all));
+    for (std::size_t i = 0; i < members_.size(); ++i) {
+      const std::byte* f = all.data() + stride * static_cast<std::size_t>(members_[i]);
+      std::uint64_t k = 0;
+      std::memcpy(&k, f, 8);
+      if (k != in.size())
+        fail(errc::invalid_usage, "subset_bootstrap", parent_->rank(),
+             "rank " + std::to_string(members_[i]) + " gave " + std::to_string(k) + " bytes, this rank " +
+                 std::to_string(in.size()) + " (the group's ranks are not in the same exchange)");
+      if (!in.empty()) std::memcpy(out.data() + i * in.size(), f + 8, in.size());
+    }
+  }
+  void barrier() { all_gather({}, {}); }
+  void send(int, std::span<const std::byte>) { refuse(); }
+  void recv(int, std::span<std::byte>) { refuse(); }
+
+ private:
+  [[noreturn]] void refuse() const {
+    fail(errc::internal, "subset_bootstrap", parent_->rank(), "a group's bootstrap carries all-gathers only");
+  }
+  B* parent_;
+  std::vector<int> members_;
+  int rank_;
+  int rounds_ = 0;
+};
+
 }  // namespace detail
 COLLCOMM_NAMESPACE_END

@@ -3,11 +3,15 @@
 // communicator<net<Backend>> (net.hpp declares them).
 //
 // Where the messages are. This rank's kernels see an ordinary FIFO table (transport/
-// connections.hpp) of which only their own connections exist (gpu::world's net world), in pinned
-// host memory mapped into the GPU, at system scope: per channel and peer an outbox (this rank ->
-// peer) and an inbox (peer -> this rank). The kernels take pcie_staged_handle: FIFO messages, the
-// simple protocol (the proxy moves whole messages; ll's flags are not a message boundary it can
-// see), no direct primitives.
+// connections.hpp) of which only their own connections exist (gpu::world's net world), reached
+// at system scope. Towards a rank of another host: in pinned host memory mapped into the GPU, per
+// channel and peer an outbox (this rank -> peer) and an inbox (peer -> this rank), which the proxy
+// below carries. Towards a rank of this host (net_options::same_host = gpu_memory, the default):
+// the connections of the host group's world of processes (join_host_group: GPU memory through
+// CUDA IPC, or shared pinned host memory where the GPUs lack peer access), which the kernels of
+// both ranks write and read directly, as over nvlink; the proxy never sees them. The kernels take
+// pcie_staged_handle: FIFO messages, the simple protocol (the proxy moves whole messages; ll's
+// flags are not a message boundary it can see), no direct primitives.
 //
 // What the proxy does, per (channel, peer), in a loop on its own thread:
 //   outbox  the kernel published message m (tail): the proxy sends it from the slot itself (the
@@ -36,7 +40,9 @@
 
 #include <collcomm/config.hpp>
 #include <collcomm/error.hpp>
+#include <collcomm/detail/join.hpp>
 #include <collcomm/gpu/launch.hpp>
+#include <collcomm/gpu/process_world.hpp>
 #include <collcomm/gpu/stall.hpp>
 #include <collcomm/gpu/world.hpp>
 #include <collcomm/net.hpp>
@@ -61,6 +67,80 @@
 
 COLLCOMM_NAMESPACE_BEGIN
 namespace gpu {
+namespace net_detail {
+
+// Whether this rank's GPU (`device`) reaches the GPU of uuid `peer` through its memory: the same
+// GPU, or a visible one with peer access.
+inline bool reaches(int device, const std::array<unsigned char, 16>& mine, const std::array<unsigned char, 16>& peer) {
+  if (peer == mine) return true;
+  int ndev = 0;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess) return false;
+  for (int d = 0; d < ndev; ++d) {
+    cudaDeviceProp prop{};
+    if (d == device || cudaGetDeviceProperties(&prop, d) != cudaSuccess) continue;
+    if (std::memcmp(&prop.uuid, peer.data(), 16) != 0) continue;
+    int can = 0;
+    return cudaDeviceCanAccessPeer(&can, device, d) == cudaSuccess && can != 0;
+  }
+  return false;  // not visible here
+}
+
+// Collective over every rank of `boot`: the world of processes of this rank's host group — the
+// ranks whose host id is this rank's, in `group` (ascending) — through which their GPU buffers
+// move without the network (net_options::same_host = gpu_memory), or null (a group of one, or
+// same_host = network). Its connections are GPU memory opened through CUDA IPC where every GPU of
+// the group reaches every other (peer access), else pinned shared host memory (placement::host).
+// Three exchanges over `boot` besides the groups' own joins, which run side by side
+// (detail::subset_bootstrap): the options and reach of every rank, and every rank's status at the
+// end, so that a group that cannot join fails every rank, naming it.
+template <bootstrap::bootstrap_like B>
+std::shared_ptr<world> join_host_group(B& boot, int rank, int device, const options& opts, host::same_host_path path,
+                                       const std::vector<std::uint64_t>& host_ids,
+                                       const std::vector<std::array<unsigned char, 16>>& gpus, std::vector<int>& group) {
+  const int n = boot.size();
+  const auto me = static_cast<std::size_t>(rank);
+  group.clear();
+  bool reach_all = true;
+  for (int r = 0; r < n; ++r)
+    if (host_ids[static_cast<std::size_t>(r)] == host_ids[me]) {
+      group.push_back(r);
+      if (r != rank) reach_all = reach_all && reaches(device, gpus[me], gpus[static_cast<std::size_t>(r)]);
+    }
+  struct reach_record {
+    std::uint8_t path;
+    std::uint8_t reach_all;
+  };
+  const auto recs = collcomm::detail::all_gather_records(
+      boot, reach_record{static_cast<std::uint8_t>(path), static_cast<std::uint8_t>(reach_all)});
+  for (int r = 0; r < n; ++r)
+    if (recs[static_cast<std::size_t>(r)].path != recs[0].path)
+      collcomm::detail::fail(errc::invalid_argument, "communicator<net>", rank,
+                             "rank " + std::to_string(r) + " passes option 'same_host' = " +
+                                 std::to_string(recs[static_cast<std::size_t>(r)].path) + ", rank 0 passes " +
+                                 std::to_string(recs[0].path) + ": every rank must pass the same options");
+  if (path == host::same_host_path::network) group.clear();
+  if (group.size() < 2) group.clear();
+  bool staged = false;
+  for (int r : group) staged = staged || recs[static_cast<std::size_t>(r)].reach_all == 0;
+  options sub = opts;
+  sub.connections = staged ? placement::host : placement::device;
+  sub.window_bytes = 0;  // FIFO schedules only
+  const int local = group.empty() ? -1 : static_cast<int>(std::find(group.begin(), group.end(), rank) - group.begin());
+  collcomm::detail::subset_bootstrap<B> sb(boot, group, local);
+  std::shared_ptr<world> w;
+  std::string err;
+  try {
+    if (!group.empty()) w = join_world(sb, device, sub);
+  } catch (const std::exception& e) {
+    err = e.what();
+  }
+  while (sb.rounds() < ipc_detail::join_rounds) sb.barrier();  // keep every rank's round count equal
+  collcomm::detail::check_statuses(collcomm::detail::exchange_status(boot, err), "communicator<net>", rank,
+                                   "their host's group (net_options::same_host = gpu_memory)");
+  return w;
+}
+
+}  // namespace net_detail
 
 template <class Backend>
 class net_part {
@@ -172,6 +252,10 @@ class net_part {
     return links_[static_cast<std::size_t>(channel) * static_cast<std::size_t>(n_) + static_cast<std::size_t>(peer)];
   }
   link& make(int channel, int peer) {
+    if (w_->is_near(peer))  // its messages never take the network; a connection from it is bogus
+      collcomm::detail::fail(errc::system, "gpu collective over net", rank_,
+                             "rank " + std::to_string(peer) +
+                                 ", of this rank's host, made a network connection (its connections are GPU memory)");
     link& l = slot(channel, peer);
     if (!l.c) {
       const transport::fifo_view& out = w_->net_fifo(channel, rank_, peer);
@@ -200,7 +284,7 @@ class net_part {
       if (!failure_.empty()) return;
       failure_ = text;
     }
-    std::atomic_ref<std::uint32_t>(*w_->net_abort_word()).store(1, std::memory_order_release);
+    w_->raise_net_failure("rank " + std::to_string(rank_) + " gave up: " + text);
     if (tell_world) w_->mark_failed(text);
     failed_.store(true, std::memory_order_release);
   }
@@ -216,7 +300,7 @@ class net_part {
     const auto now = clock::now();
     for (int ch = 0; ch < nc_; ++ch)
       for (int p = 0; p < n_; ++p) {
-        if (p == rank_) continue;
+        if (p == rank_ || w_->is_near(p)) continue;
         const transport::fifo_view& out = w_->net_fifo(ch, rank_, p);
         const transport::fifo_view& in = w_->net_fifo(ch, p, rank_);
         const std::uint64_t tail = load(out.tail);
@@ -291,7 +375,8 @@ class net_part {
       if (l.c && !l.c->drained()) return false;
     for (int ch = 0; ch < nc_; ++ch)
       for (int p = 0; p < n_; ++p)
-        if (p != rank_ && load(w_->net_fifo(ch, rank_, p).tail) > links_[static_cast<std::size_t>(ch) * n_ + p].sent)
+        if (p != rank_ && !w_->is_near(p) &&
+            load(w_->net_fifo(ch, rank_, p).tail) > links_[static_cast<std::size_t>(ch) * n_ + p].sent)
           return false;
     return true;
   }
@@ -418,7 +503,13 @@ communicator<transport::net<Backend>>::communicator(B& boot, int device, gpu::op
   // Every rank must use the same channels; automatic channels would depend on each host's GPU.
   if (gpu_opts.channels == 0) gpu_opts.channels = 4;
   detail::device_guard guard(device);
-  auto w = std::make_shared<gpu::world>(gpu::world::net_tag{}, nranks_, rank_, device, on_gpu, gpu_opts);
+  std::vector<int> group;  // this rank's host group, ascending (same_host = gpu_memory)
+  auto near = gpu::net_detail::join_host_group(boot, rank_, device, gpu_opts, opt.same_host, host_ids_, gpus_, group);
+  near_.assign(static_cast<std::size_t>(nranks_), 0);
+  if (near)
+    for (int r : group) near_[static_cast<std::size_t>(r)] = 1;
+  auto w = std::make_shared<gpu::world>(gpu::world::net_tag{}, nranks_, rank_, device, on_gpu, gpu_opts,
+                                        std::move(near), near ? std::move(group) : std::vector<int>{});
   ep->set_channels(w->opts().channels);  // the GPU world's channels, each its own connections
   g_ = std::make_shared<gpu::net_part<Backend>>(std::move(w), rank_, std::move(ep), opt.socket.streams);
   topo_ = std::make_shared<const topology_table>(topology_table::from_host_ids(host_ids_));

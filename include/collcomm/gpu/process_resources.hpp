@@ -131,10 +131,16 @@ class process_resources {
   }
 
   void abort(int rank, const std::string& why) noexcept {
+    try {
+      raise("rank " + std::to_string(rank) + " called abort()" + (why.empty() ? "" : ": " + why));
+    } catch (...) {}
+  }
+  // Ends every rank's kernels with `text` as the reason (the first one raised stays): the abort
+  // word becomes 2, as by abort().
+  void raise(const std::string& text) noexcept {
     if (!page_) return;
     std::uint32_t expected = 0;
     if (!std::atomic_ref<std::uint32_t>(*word(page_layout::abort_claim)).compare_exchange_strong(expected, 1)) return;
-    const std::string text = "rank " + std::to_string(rank) + " called abort()" + (why.empty() ? "" : ": " + why);
     const std::size_t k = std::min(text.size(), page_layout::text_bytes - 1);
     char* t = reinterpret_cast<char*>(page_.base() + page_layout::abort_text);
     std::memcpy(t, text.data(), k);

@@ -24,7 +24,7 @@ namespace gpu {
 // rank's call (the world's abort word), so every rank reports the first stall — who waited, for
 // which peer, on which channel and message. Call after the rank's stream synchronized.
 inline void check_stall(world& w, int rank) {
-  if (w.is_process()) {
+  if (w.is_process() || w.has_near()) {
     // A GPU context that failed (a sticky CUDA error, left by the stream synchronization before
     // this call). Under MPS, a fatal fault of any client is reported to every client of the GPU,
     // and a client SIGKILLed while its kernel reads host memory it registered (transport::pcie's
@@ -70,6 +70,16 @@ inline void check_stall(world& w, int rank) {
       scan();
     }
     if (!s.stalled) w.check_usable("gpu collective", rank);
+  }
+  if (!s.stalled && w.has_near() && w.shared_abort_word() != 0) {
+    // A net world's host group: a wait of another rank of the group timed out (its record is in
+    // that rank's process) or one of the group's proxies failed, and this rank's call ended with it.
+    if (w.shared_abort_word() == 2) w.check_usable("gpu collective", rank);  // errc::aborted, with the reason
+    std::string msg = "a wait of another rank of this host timed out; this rank's call was abandoned with it";
+    if (const auto dead = w.dead_ranks(); !dead.empty())
+      msg += "; the process of rank(s) " + detail::rank_list(dead) + " is gone (killed or exited)";
+    w.mark_failed(msg);
+    detail::fail(errc::timeout, "gpu collective", rank, msg);
   }
   if (!s.stalled) return;
   if (s.what == transport::stall_call) {

@@ -109,14 +109,18 @@ class world {
   world& operator=(const world&) = delete;
 
   // This process's rank `rank` of a world of `nranks` ranks whose messages a network proxy
-  // carries (gpu/net_proxy.hpp): only this rank's connections exist here, each in pinned host
-  // memory mapped into `device` — per channel and peer an outbox (connection rank -> peer: the
-  // kernel writes it, the proxy sends it) and an inbox (peer -> rank: the proxy fills it, the
-  // kernel reads it). `ranks_on_gpu`: ranks of the world on this GPU, all processes (for the
-  // residency check of gpu/launch.hpp). FIFO algorithms only; no window.
+  // carries (gpu/net_proxy.hpp): only this rank's connections exist here. Towards a peer of
+  // another host, each is in pinned host memory mapped into `device` — per channel an outbox
+  // (connection rank -> peer: the kernel writes it, the proxy sends it) and an inbox (peer ->
+  // rank: the proxy fills it, the kernel reads it). Towards a peer of this rank's host group
+  // (`near_ranks`, ascending, this rank among them; empty: none), the connection is the one of
+  // `near`, that group's world of processes (join_world over the group), which the kernels write
+  // and read directly and the proxy never touches. `ranks_on_gpu`: ranks of the world on this
+  // GPU, all processes (for the residency check of gpu/launch.hpp). FIFO algorithms only; no window.
   struct net_tag {};
-  world(net_tag, int nranks, int rank, int device, int ranks_on_gpu, options opts)
-      : nranks_(nranks), opts_(with_environment(opts)) {
+  world(net_tag, int nranks, int rank, int device, int ranks_on_gpu, options opts,
+        std::shared_ptr<world> near = nullptr, std::vector<int> near_ranks = {})
+      : nranks_(nranks), opts_(with_environment(opts)), near_(std::move(near)), near_ranks_(std::move(near_ranks)) {
     check_options(nranks, opts_, "communicator<net>", rank);
     if (opts_.channels == 0) {
       int sms = 0;
@@ -135,12 +139,25 @@ class world {
     }
   }
   bool is_net() const noexcept { return !net_table_.empty(); }
-  // A net world: the host view of connection (channel, src, dst), one of this rank's.
+  // A net world: whether `peer` is of this rank's host group (its connections are GPU memory).
+  bool is_near(int peer) const noexcept {
+    return std::find(near_ranks_.begin(), near_ranks_.end(), peer) != near_ranks_.end();
+  }
+  // A net world: the host view of connection (channel, src, dst), one of this rank's with a peer
+  // that is not near (a near one's pointers are GPU memory).
   const transport::fifo_view& net_fifo(int channel, int src, int dst) const {
     return net_table_[(static_cast<std::size_t>(channel) * nranks_ + src) * nranks_ + dst];
   }
-  // A net world: the word this rank's kernels poll to end their waits (host memory).
-  std::uint32_t* net_abort_word() const noexcept { return base_.abort; }
+  // A net world with a host group: the group's world (its ranks' kernels share one abort word).
+  bool has_near() const noexcept { return static_cast<bool>(near_); }
+  // A net world: ends this rank's kernels (and its host group's) with `text` as the reason: the
+  // proxy's failures. Never blocks.
+  void raise_net_failure(const std::string& text) noexcept {
+    if (near_ && near_->proc_.resources)
+      near_->proc_.resources->raise(text);
+    else
+      std::atomic_ref<std::uint32_t>(*base_.abort).store(1, std::memory_order_release);
+  }
 
   // What a world of processes adds (gpu/process_world.hpp sets it; rank < 0 in a world of threads).
   struct process_view {
@@ -153,10 +170,19 @@ class world {
   bool is_process() const noexcept { return proc_.rank >= 0; }
   const process_view& process() const noexcept { return proc_; }
   // The ranks whose process ended (a world of processes; empty otherwise).
-  std::vector<int> dead_ranks() const { return proc_.resources ? proc_.resources->dead_ranks() : std::vector<int>{}; }
+  // A net world: those of its host group's world.
+  std::vector<int> dead_ranks() const {
+    if (proc_.resources) return proc_.resources->dead_ranks();
+    std::vector<int> dead;
+    if (near_)
+      for (int q : near_->dead_ranks()) dead.push_back(near_ranks_[static_cast<std::size_t>(q)]);
+    return dead;
+  }
   // A world of processes: the shared abort word (0; 1 a wait timed out; 2 abort()). A net world:
-  // its rank's word (1: a wait timed out or the proxy failed).
+  // its host group's (2: a proxy of the group failed, or abort()), else its rank's own word (1: a
+  // wait timed out or the proxy failed).
   std::uint32_t shared_abort_word() const {
+    if (near_) return near_->shared_abort_word();
     if (!proc_.resources)  // a net world: this rank's own word (host memory), which its proxy raises
       return is_net() ? std::atomic_ref<std::uint32_t>(*base_.abort).load(std::memory_order_acquire) : 0;
     return std::atomic_ref<std::uint32_t>(*proc_.resources->abort_word()).load(std::memory_order_acquire);
@@ -207,6 +233,9 @@ class world {
     failed_.store(true);
   }
   void check_usable(const char* what, int rank) const {
+    if (near_ && near_->shared_abort_word() == 2)  // a net world whose host group failed
+      detail::fail(errc::aborted, what, rank,
+                   std::string("a rank of this host ended the communicator: ") + near_->proc_.resources->abort_text());
     if (is_process() && proc_.resources) {
       const std::uint32_t word = shared_abort_word();
       if (word == 2)
@@ -353,8 +382,9 @@ class world {
   void* alloc_connections(int device, std::size_t bytes) {
     return opts_.connections == placement::device ? alloc(device, bytes) : alloc_mapped_host(bytes);
   }
-  // The (channel, src, dst) FIFO table, copied to every GPU in use.
+  // The (channel, src, dst) FIFO table, copied to every GPU in use (and kept: host_table_).
   void install_fifo_table(const std::vector<transport::fifo_view>& table, const std::vector<int>& devices) {
+    if (host_table_.empty()) host_table_ = table;
     for (int d : devices) {
       bool have = false;
       for (auto& ft : fifo_tables_) have |= ft.first == d;
@@ -454,8 +484,28 @@ class world {
     const transport::connection_layout layout{n, nc, opts_.slots, opts_.slot_bytes};
     const std::size_t per = layout.per_connection();
     net_table_.assign(static_cast<std::size_t>(nc) * n * n, transport::fifo_view{});
-    if (n > 1) {
-      const std::size_t bytes = per * 2 * static_cast<std::size_t>(nc) * (n - 1);
+    const int m = static_cast<int>(near_ranks_.size());
+    if (m > 0) {  // the host group's world: its connections are this rank's towards its members
+      const options& no = near_->opts();
+      if (near_->size() != m || !is_near(rank) || no.channels != nc || no.slots != opts_.slots ||
+          no.slot_bytes != opts_.slot_bytes || near_->host_table_.size() != static_cast<std::size_t>(nc) * m * m)
+        detail::fail(errc::internal, "communicator<net>", rank, "the host group's world does not match this world");
+      auto local = [&](int r) {
+        return static_cast<std::size_t>(std::find(near_ranks_.begin(), near_ranks_.end(), r) - near_ranks_.begin());
+      };
+      for (int c = 0; c < nc; ++c)
+        for (int p : near_ranks_)
+          if (p != rank) {
+            const std::size_t base = static_cast<std::size_t>(c) * m;
+            net_table_[(static_cast<std::size_t>(c) * n + rank) * n + p] =
+                near_->host_table_[(base + local(rank)) * m + local(p)];
+            net_table_[(static_cast<std::size_t>(c) * n + p) * n + rank] =
+                near_->host_table_[(base + local(p)) * m + local(rank)];
+          }
+    }
+    const int far = n - std::max(m, 1);
+    if (far > 0) {
+      const std::size_t bytes = per * 2 * static_cast<std::size_t>(nc) * static_cast<std::size_t>(far);
       auto* block = static_cast<char*>(alloc_mapped_host(bytes));
       if (block != host_allocations_.back())
         detail::fail(errc::system, "communicator<net>", rank,
@@ -470,7 +520,7 @@ class world {
       };
       for (int c = 0; c < nc; ++c)
         for (int p = 0; p < n; ++p)
-          if (p != rank) {
+          if (p != rank && !is_near(p)) {
             place(c, rank, p);
             place(c, p, rank);
           }
@@ -487,7 +537,9 @@ class world {
     base_.buffers = static_cast<transport::buffer_pair*>(alloc(device, sizeof(transport::buffer_pair) * nc * n));
     base_.barrier = static_cast<std::uint64_t*>(alloc(device, 128 * static_cast<std::size_t>(nc)));
     base_.barrier_stride = 128 / sizeof(std::uint64_t);
-    base_.abort = static_cast<std::uint32_t*>(alloc_mapped_host(sizeof(std::uint32_t)));  // the proxy raises it
+    // The word the kernels poll: the host group's (its control page: one rank's failure ends the
+    // group's kernels), else this rank's own; the proxy raises it (raise_net_failure).
+    base_.abort = near_ ? near_->base_.abort : static_cast<std::uint32_t*>(alloc_mapped_host(sizeof(std::uint32_t)));
     entry_aborts_.push_back({device, static_cast<std::uint32_t*>(alloc(device, sizeof(std::uint32_t)))});
     alloc_stall_records(n);
     add_group(device, {rank});
@@ -510,6 +562,7 @@ class world {
     host_allocations_.clear();
     if (host_stall_) cudaFreeHost(host_stall_);
     host_stall_ = nullptr;
+    near_.reset();  // after this world's kernels: its destructor waits until the group's ranks let go
   }
 
   process_view proc_;  // first: its resources go after release() ran
@@ -520,6 +573,9 @@ class world {
   transport::handle_fields base_{};
   std::vector<std::pair<int, transport::fifo_view*>> fifo_tables_;  // (device, table on it)
   std::vector<transport::fifo_view> net_table_;  // a net world: (channel, src, dst), host views of this rank's FIFOs
+  std::vector<transport::fifo_view> host_table_;  // the FIFO table as installed on the GPUs
+  std::shared_ptr<world> near_;                   // a net world: its host group's world of processes
+  std::vector<int> near_ranks_;                   // and that group's ranks (ascending), or none
   std::vector<std::pair<int, std::uint32_t*>> entry_aborts_;  // (device, its entry word) where `abort` is host memory
   std::vector<std::pair<int, void*>> allocations_;
   std::vector<void*> host_allocations_;                // placement::host connections: pinned, mapped

@@ -75,6 +75,12 @@ struct ibverbs_net_options {
   std::chrono::milliseconds probe_interval{1000};
 };
 
+// GPU buffers: how ranks of one host (equal host ids) reach each other (net_options::same_host).
+enum class same_host_path : std::uint8_t {
+  gpu_memory,  // through GPU memory, as communicator<nvlink> of processes: the network only between hosts
+  network      // every pair through the proxy and the network
+};
+
 // The knobs of a net world. Checked when it is made (errc::invalid_argument naming the field).
 struct net_options : common_options {
   net_options() {
@@ -97,6 +103,12 @@ struct net_options : common_options {
   // The host this rank counts as (hierarchical algorithms group ranks by it); 0: derived from the
   // hostname, the boot id and the network and IPC namespaces (COLLCOMM_HOST_ID overrides).
   std::uint64_t host_id = 0;
+  // GPU buffers: ranks of one host reach each other through GPU memory (gpu_memory: CUDA IPC, as
+  // communicator<nvlink> of processes; staged through shared host memory where one of the host's
+  // GPUs lacks peer access to another) and only ranks of other hosts through the network; or
+  // every pair through the network (COLLCOMM_NET_SAME_HOST=network). Host buffers always take the
+  // network.
+  same_host_path same_host = same_host_path::gpu_memory;
 };
 
 // What every rank publishes when a net communicator is made, besides its backend's part.

@@ -372,16 +372,19 @@ constexpr bool pcie_matrix_kind = std::is_same_v<K, kind::all_reduce> || std::is
 
 // Every FIFO schedule (tests/common/matrix.hpp: ring, tree, recursive_doubling, pairwise, linear,
 // ...) of the six kinds, f32 (sum for the reducing kinds), each count in and out of place.
-// Comm: pcie_staged, or net<socket> (GPU buffers through the proxy; pretend_hosts > 0: rank r
-// counts as on host r % pretend_hosts, for the hierarchical schedules). Algos: the algorithms run.
+// Comm: pcie_staged, or net<socket> (GPU buffers; pretend_hosts > 0: rank r counts as on host
+// r % pretend_hosts, or with `blocks` on host r * pretend_hosts / n; ranks of one host reach one
+// another through GPU memory, the others through the proxy, unless COLLCOMM_NET_SAME_HOST=network
+// sends every message through the proxy). Algos: the algorithms run.
 template <class Comm = pcomm, class Algos = collcomm_test::all_algorithms>
 int scenario_pcie_matrix(bootstrap::tcp& boot, int queued, std::vector<index_t> counts, gpu::options o,
-                         int pretend_hosts = 0) {
+                         int pretend_hosts = 0, bool blocks = false) {
   const int me = boot.rank(), n = boot.size();
   Comm comm = [&] {
     if constexpr (std::is_same_v<Comm, ncomm>) {
       host::net_options no;
-      if (pretend_hosts > 0) no.host_id = 1 + static_cast<std::uint64_t>(me % pretend_hosts);
+      if (pretend_hosts > 0)
+        no.host_id = 1 + static_cast<std::uint64_t>(blocks ? me * pretend_hosts / n : me % pretend_hosts);
       return Comm(boot, 0, o, no);
     } else {
       return Comm(boot, 0, o);
@@ -403,6 +406,19 @@ int scenario_pcie_matrix(bootstrap::tcp& boot, int queued, std::vector<index_t> 
       report("%d hosts seen, %d pretended", comm.hosts().nhosts(), std::min(pretend_hosts, n));
       ++failures;
     }
+    const char* path = std::getenv("COLLCOMM_NET_SAME_HOST");
+    const bool all_network = path != nullptr && std::string(path) == "network";
+    int near = 0;
+    for (int p = 0; p < n; ++p) {
+      const bool same = comm.host_ids()[static_cast<std::size_t>(p)] == comm.host_ids()[static_cast<std::size_t>(me)];
+      near += p != me && !comm.over_network(p);
+      if (p != me && comm.over_network(p) != (all_network || !same)) {
+        report("rank %d: the path to rank %d is %s (same host: %d, COLLCOMM_NET_SAME_HOST=%s)", me, p,
+               comm.over_network(p) ? "the network" : "GPU memory", same, path ? path : "");
+        ++failures;
+      }
+    }
+    report("rank %d of %d: %d peers through GPU memory, %d through the network", me, n, near, n - 1 - near);
   }
   collcomm_test::for_each_schedule<Algos>([&]<class K, class A>(std::type_identity<K>, std::type_identity<A>) {
     using Op = kind_op<K>;
@@ -981,20 +997,33 @@ int child_main(const std::string& scenario) {
       o.slot_bytes = 4096;
       code = scenario_leak<pcomm>(boot, o);
     } else if (scenario == "net_matrix") {
+      setenv("COLLCOMM_NET_SAME_HOST", "network", 1);
       gpu::options o = pcie_options();
       code = scenario_pcie_matrix<ncomm>(boot, 20, {1, static_cast<index_t>(boot.size() + 1), 1031, 250007}, o);
-    } else if (scenario == "net_hier") {
+    } else if (scenario == "net_mixed") {  // two pretend hosts of consecutive ranks: rings cross both paths
+      gpu::options o = pcie_options();
+      code = scenario_pcie_matrix<ncomm>(boot, 20, {1, static_cast<index_t>(boot.size() + 1), 1031, 250007}, o, 2,
+                                         true);
+    } else if (scenario == "net_hier" || scenario == "net_hier_network") {
+      if (scenario == "net_hier_network") setenv("COLLCOMM_NET_SAME_HOST", "network", 1);
       using hier = collcomm_test::type_list<algo::hierarchical<algo::ring, algo::ring>,
                                             algo::hierarchical<algo::tree, algo::ring>>;
       const int n = boot.size();
       code = scenario_pcie_matrix<ncomm, hier>(boot, 8, {1, static_cast<index_t>(n + 1), 1031, 250007},
                                                pcie_options(), n >= 4 ? 2 : n);
     } else if (scenario == "net_no_mps") {
+      setenv("COLLCOMM_NET_SAME_HOST", "network", 1);
       gpu::options o = pcie_options();
       o.channels = 2;
       o.timeout = 120s;
       code = scenario_pcie_matrix<ncomm>(boot, 2, {1, 1031}, o);
-    } else if (scenario == "net_kill") {
+    } else if (scenario == "net_kill" || scenario == "net_kill_mixed") {
+      // net_kill: every message through the proxy; net_kill_mixed: ranks 0, 1 and 2, 3 pretend to
+      // be two hosts, so the killed rank 3 is a GPU-memory peer of rank 2 and a network peer of 0, 1.
+      if (scenario == "net_kill")
+        setenv("COLLCOMM_NET_SAME_HOST", "network", 1);
+      else
+        setenv("COLLCOMM_HOST_ID", boot.rank() < 2 ? "pretend-0" : "pretend-1", 1);
       gpu::options o = pcie_options();
       o.slot_bytes = 64 << 10;
       code = scenario_kill<ncomm>(boot, o);
@@ -1137,16 +1166,33 @@ TEST_CASE("mp: net<socket> GPU buffers through the proxy, every FIFO schedule, N
   }
 }
 
+// Two pretend hosts of consecutive ranks (3 ranks: {0, 1}, {2}; 4: {0, 1}, {2, 3}): ranks of one
+// host reach each other through GPU memory (CUDA IPC), the others through the proxy; every FIFO
+// schedule, so rings and trees cross both paths.
+TEST_CASE("mp: net<socket> GPU buffers, pretend hosts: GPU memory within, the proxy between, N = 3, 4 processes") {
+  for (int n : {3, 4}) {
+    const auto j = run_ranks(n, "net_mixed", fresh("net mixed"), 120s);
+    expect_all(j, ("net mixed n=" + std::to_string(n)).c_str());
+  }
+}
+
 // hierarchical<ring, ring> and <tree, ring> with pretend hosts (rank r on host r % 2; 3 ranks:
-// 3 hosts of one), every kind they serve.
+// 3 hosts of one), every kind they serve: intra-host steps through GPU memory, inter-host steps
+// through the proxy; and for 4 ranks also with every step through the proxy.
 TEST_CASE("mp: net<socket> GPU buffers, hierarchical over pretend hosts, N = 3, 4, 5 processes") {
   for (int n : {3, 4, 5}) {
     const auto j = run_ranks(n, "net_hier", fresh("net hier"), 120s);
     expect_all(j, ("net hier n=" + std::to_string(n)).c_str());
   }
+  const auto j = run_ranks(4, "net_hier_network", fresh("net hier network"), 120s);
+  expect_all(j, "net hier network n=4");
 }
 
 TEST_CASE("mp fault: net<socket> GPU buffers, a rank killed mid-collective") { expect_kill("net_kill"); }
+
+TEST_CASE("mp fault: net<socket> GPU buffers over pretend hosts, a rank killed mid-collective") {
+  expect_kill("net_kill_mixed");
+}
 
 TEST_CASE("no mps: net<socket> GPU buffers, 2 processes, few small calls, long timeout") {
   expect_all(run_ranks(2, "net_no_mps", fresh("net no_mps"), 300s), "net no_mps");

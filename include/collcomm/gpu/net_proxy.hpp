@@ -30,9 +30,10 @@
 // Failures. A connection that fails (a peer whose process died, a reset, a protocol error; a
 // peer that left with a bye is none), a peer's abort text, or a connect that runs out of time is
 // recorded with a text naming the peer and the channel; the proxy then raises the world's abort
-// word (every wait of this rank's kernels ends), marks the world failed (later calls throw) and
-// sends its text to every connected peer. communicator::check() throws it. The kernels' own waits
-// stay bounded by the timeout.
+// word (every wait of this rank's kernels ends; with a host group, the group's word, which ends
+// the kernels of every rank of this host, whose proxies then fail with the same text), marks the
+// world failed (later calls throw) and sends its text to every connected peer.
+// communicator::check() throws it. The kernels' own waits stay bounded by the timeout.
 //
 // Latency: the proxy spins (with a pause) while there was work in the last 20 ms or a launch
 // happened since; otherwise it sleeps in poll(2) on its sockets for at most 1 ms.
@@ -291,6 +292,12 @@ class net_part {
 
   // One pass over everything. True when something moved.
   bool step() {
+    // Another rank of this host ended the group's kernels: this rank's calls are cut short too,
+    // so its network peers must hear why (fail tells them) rather than meet stray messages.
+    if (const std::string why = w_->group_failure(); !why.empty()) {
+      fail("a rank of this host ended the communicator: " + why);
+      return true;
+    }
     bool moved = ep_->progress([&](int src, int channel) { return make(channel, src).c.get(); });
     for (auto [src, channel] : ep_->take_requests()) {
       link& l = make(channel, src);

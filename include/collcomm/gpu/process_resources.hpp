@@ -135,6 +135,11 @@ class process_resources {
       raise("rank " + std::to_string(rank) + " called abort()" + (why.empty() ? "" : ": " + why));
     } catch (...) {}
   }
+  // Whether raise() (or abort()) ran: the abort word may read 1 afterwards, when a kernel that
+  // the raise cut short recorded a stall (its plain store), but the claim and the text stay.
+  bool raised() const noexcept {
+    return page_ && std::atomic_ref<std::uint32_t>(*word(page_layout::abort_claim)).load(std::memory_order_acquire) != 0;
+  }
   // Ends every rank's kernels with `text` as the reason (the first one raised stays): the abort
   // word becomes 2, as by abort().
   void raise(const std::string& text) noexcept {

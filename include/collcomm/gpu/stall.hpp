@@ -24,7 +24,7 @@ namespace gpu {
 // rank's call (the world's abort word), so every rank reports the first stall — who waited, for
 // which peer, on which channel and message. Call after the rank's stream synchronized.
 inline void check_stall(world& w, int rank) {
-  if (w.is_process() || w.has_near()) {
+  if (w.is_process()) {  // a net world's rank too (its process_view names its rank)
     // A GPU context that failed (a sticky CUDA error, left by the stream synchronization before
     // this call). Under MPS, a fatal fault of any client is reported to every client of the GPU,
     // and a client SIGKILLed while its kernel reads host memory it registered (transport::pcie's
@@ -50,6 +50,10 @@ inline void check_stall(world& w, int rank) {
       detail::fail(errc::system, "gpu collective", rank, msg);
     }
   }
+  // A net world's host group that a rank ended (its proxy failed, or abort()): that reason first.
+  // The kernels it cut short leave messages that later calls of other ranks read as another
+  // call's, which the records would report as a disagreement.
+  if (!w.group_failure().empty()) w.check_usable("gpu collective", rank);
   transport::stall_record s{};
   auto scan = [&] {
     for (int r = 0; r < w.size() && !s.stalled; ++r) {
@@ -64,7 +68,8 @@ inline void check_stall(world& w, int rank) {
   if (!s.stalled && w.is_process()) {
     // A world of processes: abort() ends kernels without a stall record; a timed-out wait raises
     // the abort word just before it claims its record, so give that record a moment to appear.
-    if (w.shared_abort_word() == 2) w.check_usable("gpu collective", rank);  // errc::aborted
+    if (w.shared_abort_word() == 2 || (w.process().resources && w.process().resources->raised()))
+      w.check_usable("gpu collective", rank);  // errc::aborted
     for (int i = 0; i < 100 && !s.stalled && w.shared_abort_word() != 0; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
       scan();

@@ -150,6 +150,11 @@ class world {
   }
   // A net world with a host group: the group's world (its ranks' kernels share one abort word).
   bool has_near() const noexcept { return static_cast<bool>(near_); }
+  // A net world with a host group: why the group was ended (raise_net_failure, abort()), or "".
+  std::string group_failure() const {
+    if (!near_ || !near_->proc_.resources->raised()) return {};
+    return near_->proc_.resources->abort_text();
+  }
   // A net world: ends this rank's kernels (and its host group's) with `text` as the reason: the
   // proxy's failures. Never blocks.
   void raise_net_failure(const std::string& text) noexcept {
@@ -233,12 +238,11 @@ class world {
     failed_.store(true);
   }
   void check_usable(const char* what, int rank) const {
-    if (near_ && near_->shared_abort_word() == 2)  // a net world whose host group failed
-      detail::fail(errc::aborted, what, rank,
-                   std::string("a rank of this host ended the communicator: ") + near_->proc_.resources->abort_text());
+    if (const std::string why = group_failure(); !why.empty())  // a net world whose host group failed
+      detail::fail(errc::aborted, what, rank, "a rank of this host ended the communicator: " + why);
     if (is_process() && proc_.resources) {
       const std::uint32_t word = shared_abort_word();
-      if (word == 2)
+      if (word == 2 || proc_.resources->raised())
         detail::fail(errc::aborted, what, rank,
                      std::string("the communicator was aborted: ") + proc_.resources->abort_text());
       if (word != 0 && !failed_.load())

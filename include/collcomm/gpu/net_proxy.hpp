@@ -222,7 +222,14 @@ class net_part {
   void abort(const std::string& text) { fail(text, false); }
 
   static void check_of(const net_part* p, int rank) {
-    const std::string f = p->failure();
+    std::string f = p->failure();
+    // The kernels ended early (an abort word, a failed context): the proxy may be a moment from
+    // knowing why (a peer's text on its way, a liveness look); give it 250 ms.
+    for (int i = 0; i < 50 && f.empty() && (context_failed(cudaPeekAtLastError()) || p->w_->shared_abort_word() != 0);
+         ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      f = p->failure();
+    }
     if (!f.empty()) collcomm::detail::fail(errc::system, "gpu collective over net", rank, f);
     check_stall(*p->w_, rank);
   }
@@ -297,6 +304,16 @@ class net_part {
     if (const std::string why = w_->group_failure(); !why.empty()) {
       fail("a rank of this host ended the communicator: " + why);
       return true;
+    }
+    // A rank of this host whose process is gone before it destroyed its communicator (its
+    // liveness lock released, no "departed"): no network peer may see it go, so this proxy says
+    // so; a look every 20 ms at most.
+    if (w_->has_near() && clock::now() - last_liveness_ > std::chrono::milliseconds(20)) {
+      last_liveness_ = clock::now();
+      if (const std::vector<int> dead = w_->dead_ranks(true); !dead.empty()) {
+        fail("the process of rank(s) " + collcomm::detail::rank_list(dead) + ", of this rank's host, is gone (killed or exited)");
+        return true;
+      }
     }
     bool moved = ep_->progress([&](int src, int channel) { return make(channel, src).c.get(); });
     for (auto [src, channel] : ep_->take_requests()) {
@@ -480,6 +497,7 @@ class net_part {
   bool told_ = false;
   mutable std::mutex failure_mutex_;
   std::string failure_;
+  clock::time_point last_liveness_{};
   void* topology_block_ = nullptr;
   const topology* device_topology_ = nullptr;
   std::thread thread_;  // last: started once everything above is made

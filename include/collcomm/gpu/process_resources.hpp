@@ -81,11 +81,16 @@ class process_resources {
   void* mine_ = nullptr;       // this rank's exported allocation
   std::vector<void*> opened_;  // (rank) a peer's allocation opened here, or null
 
-  std::vector<int> dead_ranks() const {
+  // The ranks whose process is gone (their liveness lock released); with `unannounced`, only
+  // those that had not said "departed" (killed or crashed before destroying their communicator).
+  std::vector<int> dead_ranks(bool unannounced = false) const {
     std::vector<int> dead;
     if (!page_) return dead;
     for (int q = 0; q < n_; ++q)
-      if (q != rank_ && !page_.rank_lock_held(q)) dead.push_back(q);
+      if (q != rank_ && !page_.rank_lock_held(q) &&
+          !(unannounced && std::atomic_ref<std::uint32_t>(*word(page_layout::departed + 4 * static_cast<std::size_t>(q)))
+                                   .load(std::memory_order_acquire) != 0))
+        dead.push_back(q);
     return dead;
   }
 

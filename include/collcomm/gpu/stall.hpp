@@ -23,6 +23,13 @@ namespace gpu {
 // Throws the stall that any rank of the world recorded, if one did: a timed-out wait ends every
 // rank's call (the world's abort word), so every rank reports the first stall — who waited, for
 // which peer, on which channel and message. Call after the rank's stream synchronized.
+// Whether `e` is an error that leaves this process's GPU context failed (sticky).
+inline bool context_failed(cudaError_t e) noexcept {
+  return e == cudaErrorIllegalAddress || e == cudaErrorLaunchFailure || e == cudaErrorMisalignedAddress ||
+         e == cudaErrorIllegalInstruction || e == cudaErrorHardwareStackError || e == cudaErrorInvalidPc ||
+         e == cudaErrorInvalidAddressSpace || e == cudaErrorMpsClientTerminated;
+}
+
 inline void check_stall(world& w, int rank) {
   if (w.is_process()) {  // a net world's rank too (its process_view names its rank)
     // A GPU context that failed (a sticky CUDA error, left by the stream synchronization before
@@ -30,9 +37,7 @@ inline void check_stall(world& w, int rank) {
     // and a client SIGKILLed while its kernel reads host memory it registered (transport::pcie's
     // staged connections) faults as its mappings go: name the rank whose process is gone.
     const cudaError_t e = cudaPeekAtLastError();
-    if (e == cudaErrorIllegalAddress || e == cudaErrorLaunchFailure || e == cudaErrorMisalignedAddress ||
-        e == cudaErrorIllegalInstruction || e == cudaErrorHardwareStackError || e == cudaErrorInvalidPc ||
-        e == cudaErrorInvalidAddressSpace || e == cudaErrorMpsClientTerminated) {
+    if (context_failed(e)) {
       std::string msg = std::string("this process's GPU context failed (") + cudaGetErrorString(e) + ")";
       // The fault can arrive while the dead process is still being torn down (its liveness lock
       // not yet released: seen 180 ms after the kill): look again for up to the timeout (at most

@@ -175,12 +175,13 @@ class world {
   bool is_process() const noexcept { return proc_.rank >= 0; }
   const process_view& process() const noexcept { return proc_; }
   // The ranks whose process ended (a world of processes; empty otherwise).
-  // A net world: those of its host group's world.
-  std::vector<int> dead_ranks() const {
-    if (proc_.resources) return proc_.resources->dead_ranks();
+  // A net world: those of its host group's world. `unannounced`: only those gone before they
+  // destroyed their communicator (process_resources::dead_ranks).
+  std::vector<int> dead_ranks(bool unannounced = false) const {
+    if (proc_.resources) return proc_.resources->dead_ranks(unannounced);
     std::vector<int> dead;
     if (near_)
-      for (int q : near_->dead_ranks()) dead.push_back(near_ranks_[static_cast<std::size_t>(q)]);
+      for (int q : near_->dead_ranks(unannounced)) dead.push_back(near_ranks_[static_cast<std::size_t>(q)]);
     return dead;
   }
   // A world of processes: the shared abort word (0; 1 a wait timed out; 2 abort()). A net world:

@@ -274,6 +274,11 @@ class net_world {
     (void)src;
     return l.c->send_buffer(l.sent) + connection::header_bytes;
   }
+  // Without waiting (no progress is made): the next slot when it is free now, else null.
+  std::byte* try_slot(int channel, int, int dst) {
+    link& l = link_of(channel, dst, "send");
+    return l.c->ready() && l.c->can_send(l.sent) ? l.c->send_buffer(l.sent) + connection::header_bytes : nullptr;
+  }
   void publish(int channel, int src, int dst, index_t elems, std::size_t bytes, const call_fingerprint& call) {
     link& l = link_of(channel, dst, "publish");
     auto* h = reinterpret_cast<slot_header*>(l.c->send_buffer(l.sent));

@@ -9,6 +9,12 @@
 // back) before the send of the same call waits for a slot: with one slot per connection a ring
 // still moves.
 //
+// Copies. A send loads its values straight into the slot. A step with one peer to receive from
+// and one to send to whose send slot is free at once (try_slot: nothing is waited for while it is
+// held, so the rule above stands) reduces the message and the local operand straight into that
+// slot, or forwards the message into the output and the slot, in one pass; else it goes through
+// the scratch values. The arithmetic, and so every result bit, is the same either way.
+//
 // Checks. What a schedule does wrong — a FIFO message longer than slot_elems(), an access outside
 // a buffer (a buffer that is not significant on this rank, e.g. reduce's output off the root, has
 // 0 elements here), a store into the input, a peer out of range — throws errc::internal naming the
@@ -81,6 +87,13 @@ class primitives {
     if (n == 0) return;
     const T* s = source(src, n, "send");
     check_message(n, "send");
+    if (to.size == 1) {
+      check_peer(to.rank[0], "send");
+      std::byte* slot = w_.wait_slot(channel_, rank_, to.rank[0], what_, &call_);
+      load_values(s, src, n, reinterpret_cast<T*>(slot));
+      w_.publish(channel_, rank_, to.rank[0], n, n * sizeof(T), call_);
+      return;
+    }
     T* v = values();
     load_values(s, src, n, v);
     send_values(to, v, n, "send");
@@ -106,6 +119,12 @@ class primitives {
     if (n == 0) return;
     const T* s = source(src, n, "recv_reduce_send");
     check_message(n, "recv_reduce_send");
+    if (T* slot = free_slot(from, to, "recv_reduce_send")) {
+      const T* m = message(from.rank[0], n);
+      for (index_t i = 0; i < n; ++i) slot[i] = from_accum<T>(static_cast<accum>(op_(to_accum<T>(m[i]), load(s, src, i))));
+      finish_step(from.rank[0], to.rank[0], n);
+      return;
+    }
     T* v = values();
     reduce_values(from, s, src, n, false, v);
     send_values(to, v, n, "recv_reduce_send");
@@ -126,6 +145,16 @@ class primitives {
     const T* s = source(src, n, "recv_reduce_copy_send");
     T* d = destination(dst, n, "recv_reduce_copy_send");
     check_message(n, "recv_reduce_copy_send");
+    if (T* slot = free_slot(from, to, "recv_reduce_copy_send")) {
+      const T* m = message(from.rank[0], n);
+      for (index_t i = 0; i < n; ++i) {
+        accum x = static_cast<accum>(op_(to_accum<T>(m[i]), load(s, src, i)));
+        if (fin) x = apply_post(op_, x, nranks_);
+        d[i] = slot[i] = from_accum<T>(x);
+      }
+      finish_step(from.rank[0], to.rank[0], n);
+      return;
+    }
     T* v = values();
     reduce_values(from, s, src, n, fin, v);
     std::memcpy(static_cast<void*>(d), v, n * sizeof(T));
@@ -136,6 +165,13 @@ class primitives {
     if (n == 0) return;
     T* d = destination(dst, n, "recv_copy_send");
     check_message(n, "recv_copy_send");
+    if (T* slot = free_slot(from, to, "recv_copy_send")) {
+      const T* m = message(from.rank[0], n);
+      std::memcpy(static_cast<void*>(d), m, n * sizeof(T));
+      std::memcpy(static_cast<void*>(slot), m, n * sizeof(T));
+      finish_step(from.rank[0], to.rank[0], n);
+      return;
+    }
     T* v = values();
     if (from.size == 1) {
       check_peer(from.rank[0], "recv_copy_send");
@@ -238,6 +274,22 @@ class primitives {
       return;
     }
     for (index_t i = 0; i < n; ++i) v[i] = from_accum<T>(load(s, src, i));
+  }
+
+  // A step from one peer to one peer: the send slot when it is free now (the fused path), else null.
+  T* free_slot(peers from, peers to, const char* prim) {
+    if (from.size != 1 || to.size != 1) return nullptr;
+    check_peer(from.rank[0], prim);
+    check_peer(to.rank[0], prim);
+    return reinterpret_cast<T*>(w_.try_slot(channel_, rank_, to.rank[0]));
+  }
+  const T* message(int from, index_t n) {
+    return reinterpret_cast<const T*>(w_.wait_message(channel_, from, rank_, n, call_, what_));
+  }
+  // The fused step's message is read: give its slot back, then send the one written.
+  void finish_step(int from, int to, index_t n) {
+    w_.consume(channel_, from, rank_);
+    w_.publish(channel_, rank_, to, n, n * sizeof(T), call_);
   }
 
   // acc[i] = ⊕ of the messages from every peer of `from` (list order). Returns false when `from`

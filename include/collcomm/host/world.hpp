@@ -551,6 +551,12 @@ class world {
         [&] { watch(src, what); });
     return c.data(c.own_tail());
   }
+  // Sender side, without waiting: the next slot's data when it is free now, else null (then
+  // wait_slot). Either way the slot is the sender's until it publishes it.
+  std::byte* try_slot(int channel, int src, int dst) {
+    connection c = connect(channel, src, dst);
+    return c.can_send() ? c.data(c.own_tail()) : nullptr;
+  }
   // Sender side: the slot returned by wait_slot holds `elems` elements (`bytes` bytes) of call
   // `call`; send it.
   void publish(int channel, int src, int dst, index_t elems, std::size_t /*bytes*/, const call_fingerprint& call) {

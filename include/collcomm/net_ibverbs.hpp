@@ -1,7 +1,7 @@
 // collcomm/net_ibverbs.hpp — communicator<transport::net<transport::ibverbs>>: collectives between
 // hosts over InfiniBand or RoCE, host buffers (GPU buffers: net<socket> only).
 //
-//   #include <collcomm/net_ibverbs.hpp>   // needs the libibverbs-dev headers; links ${CMAKE_DL_LIBS}
+//   (this header; it needs the libibverbs-dev headers; links ${CMAKE_DL_LIBS})
 //   using net = collcomm::transport::net<collcomm::transport::ibverbs>;
 //   collcomm::communicator<net> comm(boot);                 // collective over the bootstrap
 //   collcomm::all_reduce(comm, send, recv, count);          // runs on this thread

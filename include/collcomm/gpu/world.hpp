@@ -141,7 +141,7 @@ class world {
   bool is_net() const noexcept { return !net_table_.empty(); }
   // A net world: whether `peer` is of this rank's host group (its connections are GPU memory).
   bool is_near(int peer) const noexcept {
-    return std::find(near_ranks_.begin(), near_ranks_.end(), peer) != near_ranks_.end();
+    return static_cast<std::size_t>(peer) < near_mask_.size() && near_mask_[static_cast<std::size_t>(peer)] != 0;
   }
   // A net world: the host view of connection (channel, src, dst), one of this rank's with a peer
   // that is not near (a near one's pointers are GPU memory).
@@ -490,6 +490,8 @@ class world {
     const std::size_t per = layout.per_connection();
     net_table_.assign(static_cast<std::size_t>(nc) * n * n, transport::fifo_view{});
     const int m = static_cast<int>(near_ranks_.size());
+    near_mask_.assign(static_cast<std::size_t>(n), 0);  // is_near, asked per connection in the proxy's loop
+    for (int r : near_ranks_) near_mask_[static_cast<std::size_t>(r)] = 1;
     if (m > 0) {  // the host group's world: its connections are this rank's towards its members
       const options& no = near_->opts();
       if (near_->size() != m || !is_near(rank) || no.channels != nc || no.slots != opts_.slots ||
@@ -581,6 +583,7 @@ class world {
   std::vector<transport::fifo_view> host_table_;  // the FIFO table as installed on the GPUs
   std::shared_ptr<world> near_;                   // a net world: its host group's world of processes
   std::vector<int> near_ranks_;                   // and that group's ranks (ascending), or none
+  std::vector<char> near_mask_;                   // (rank) among near_ranks_
   std::vector<std::pair<int, std::uint32_t*>> entry_aborts_;  // (device, its entry word) where `abort` is host memory
   std::vector<std::pair<int, void*>> allocations_;
   std::vector<void*> host_allocations_;                // placement::host connections: pinned, mapped

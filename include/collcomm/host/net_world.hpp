@@ -463,10 +463,7 @@ class net_world {
         if (ready()) return;
         check_links(what, on);
         if (!failure_.empty()) check_usable(what, rank_);
-        if (clock::now() >= deadline)
-          fail(errc::timeout, what, rank_,
-               "timed out after " + std::to_string(opt_.timeout.count()) + " ms " + awaited() +
-                   "; does every rank call the same collectives with the same arguments, and is the network up?");
+        if (clock::now() >= deadline) timed_out(what, awaited());
         // Spin a little (a message about to arrive is taken at once), then sleep until a socket
         // moves: ranks that share a core must not spin on the core the rank with the data needs.
         ++idle;
@@ -481,6 +478,33 @@ class net_world {
       mark_failed(e.what());
       throw;
     }
+  }
+
+  // A wait that timed out tells its peers at once, then listens a little longer: a stall spreads
+  // from rank to rank within microseconds, so the rank it waits for has often timed out too, for
+  // a cause further along (a cut link, a dead host). That peer's text names the cause; this
+  // rank's own names only its neighbour.
+  [[noreturn]] void timed_out(const char* what, const std::string& awaited) {
+    const std::string text = "timed out after " + std::to_string(opt_.timeout.count()) + " ms " + awaited +
+                             "; does every rank call the same collectives with the same arguments, and is the "
+                             "network up?";
+    const std::string mine = collcomm::detail::format_error(what, rank_, text);
+    mark_failed(mine);
+    const auto until = std::chrono::steady_clock::now() + std::clamp(opt_.timeout / 8, std::chrono::milliseconds{1},
+                                                                     std::chrono::milliseconds{250});
+    while (std::chrono::steady_clock::now() < until) {
+      for (const link& l : links_)
+        if (l.c && !l.c->peer_abort().empty() && l.c->peer_abort().find(mine) == std::string::npos)  // not an echo
+          throw error(errc::aborted, rank_,
+                      collcomm::detail::format_error(
+                          what, rank_, "rank " + std::to_string(l.c->peer()) + " gave up: " + l.c->peer_abort()));
+      try {
+        if (!progress_all()) poll_all(1);
+      } catch (const error&) {
+        break;  // a connection failed while listening: the timeout stays the report
+      }
+    }
+    throw error(errc::timeout, rank_, mine);
   }
 
   static constexpr std::chrono::microseconds spin_time{20};

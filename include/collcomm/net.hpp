@@ -1,7 +1,7 @@
 // collcomm/net.hpp — communicator<transport::net<Backend>>: collectives between hosts. One rank
 // per process (or per thread); the FIFO algorithms (ring, tree, pairwise, ... and hierarchical),
 // whose messages a backend carries (net<socket>: TCP, transport/socket/connection.hpp;
-// net<ibverbs>: RDMA, include <collcomm/net_ibverbs.hpp>, host buffers only). Host buffers or GPU buffers:
+// net<ibverbs>: RDMA, include <collcomm/net_ibverbs.hpp>). Host buffers or GPU buffers:
 //
 //   auto boot = collcomm::bootstrap::from_env();  // or tcp / mpi
 //   using net = collcomm::transport::net<collcomm::transport::socket>;
@@ -195,6 +195,21 @@ class communicator<transport::net<Backend>> {
       gpus_.push_back(p.gpu);
     }
     return ep;
+  }
+
+  // Collective: every rank's host and GPU (kept in host_ids_ and gpus_) in one all_gather, for a
+  // backend whose endpoint comes later (host::net_backend's make_gpu_endpoint). This rank's.
+  template <class B>
+  host::net_peer_info exchange_identity(B& boot, const host::net_options& opt, std::array<unsigned char, 16> gpu) {
+    check_common_options(opt, "communicator<net>", rank_);
+    const host::net_peer_info mine{opt.host_id != 0 ? opt.host_id : host::detail::derive_host_id(), gpu};
+    std::vector<host::net_peer_info> all(static_cast<std::size_t>(nranks_));
+    boot.all_gather(std::as_bytes(std::span<const host::net_peer_info>(&mine, 1)), std::as_writable_bytes(std::span(all)));
+    for (const host::net_peer_info& p : all) {
+      host_ids_.push_back(p.host_id);
+      gpus_.push_back(p.gpu);
+    }
+    return mine;
   }
 
   void apply_env(host::net_options& opt) const {

@@ -1,5 +1,5 @@
 // collcomm/net_ibverbs.hpp — communicator<transport::net<transport::ibverbs>>: collectives between
-// hosts over InfiniBand or RoCE, host buffers (GPU buffers: net<socket> only).
+// hosts over InfiniBand or RoCE, host buffers or GPU buffers.
 //
 //   (this header; it needs the libibverbs-dev headers; links ${CMAKE_DL_LIBS})
 //   using net = collcomm::transport::net<collcomm::transport::ibverbs>;
@@ -23,6 +23,11 @@
 // every rank's constructor throws naming it. Every queue pair is connected when the constructor
 // returns; a peer may write to this rank as soon as it returned on both sides.
 //
+// GPU buffers (include <collcomm/gpu.hpp> too; gpu/net_proxy.hpp): the queue pairs are made when the
+// GPU world is, towards the ranks of other hosts only, with the world's FIFOs as their slots —
+// the pinned host memory the kernels write and read, registered with ibv_reg_mr — and tagged
+// messages (the FIFO's size word travels as the tag); the proxy thread posts and releases them.
+//
 // The verbs calls come from options.ibverbs.verbs where set (a test's double), else from
 // transport::load_verbs() (libibverbs by dlopen: a program starts without rdma-core and gets
 // errc::system when it makes this communicator).
@@ -42,6 +47,7 @@
 #include <collcomm/transport/tags.hpp>
 
 #include <algorithm>
+#include <functional>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -49,6 +55,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 COLLCOMM_NAMESPACE_BEGIN
@@ -71,9 +78,14 @@ class link {
   // ---- the data path ---------------------------------------------------------------------------
   std::byte* send_buffer(std::uint64_t m) noexcept { return c_->send_buffer(m); }
   bool can_send(std::uint64_t m) const noexcept { return failure_.empty() && !peer_left_ && c_->can_send(m); }
-  void post(std::uint64_t m, std::size_t bytes) {
-    guarded([&] { c_->post(m, bytes); });
+  void post(std::uint64_t m, std::size_t bytes, std::uint64_t tag = 0) {
+    guarded([&] { c_->post(m, bytes, tag); });
   }
+  // The GPU proxy's view (the socket connection's names): messages that arrived, the tag of one,
+  // messages of this side's the peer released.
+  std::uint64_t arrived_total() const noexcept { return c_->arrived_count(); }
+  std::uint64_t recv_tag(std::uint64_t m) const noexcept { return c_->recv_tag(m); }
+  std::uint64_t peer_released() const noexcept { return c_->peer_released(); }
   bool arrived(std::uint64_t m) const noexcept { return c_->arrived(m); }
   const std::byte* recv_buffer(std::uint64_t m) const noexcept { return c_->recv_buffer(m); }
   std::size_t recv_bytes(std::uint64_t m) const noexcept { return c_->recv_bytes(m); }
@@ -189,20 +201,27 @@ class link {
   bool abort_sent_ = false;
 };
 
+// A connection's options for (channel, peer), or false where there is none (a GPU world's peer of
+// this host). Null: `conn` for every peer.
+using connection_plan = std::function<bool(int channel, int peer, transport::ibverbs_connection_options& conn)>;
+
 // A rank's device and every one of its queue pairs, made and connected at once (see the file
 // comment); the world takes each connection on its first use.
 class endpoint {
  public:
   endpoint(const transport::verbs_api& api, int rank, int nranks, int channels,
-           const transport::ibverbs_context_options& device, const transport::ibverbs_connection_options& conn)
+           const transport::ibverbs_context_options& device, const transport::ibverbs_connection_options& conn,
+           const connection_plan& plan = {})
       : rank_(rank),
         nranks_(nranks),
         channels_(channels),
         ctx_(api, rank, device),
         conns_(static_cast<std::size_t>(channels) * static_cast<std::size_t>(nranks)) {
     for (int c = 0; c < channels; ++c)
-      for (int p = 0; p < nranks; ++p)
-        if (p != rank) at(c, p) = std::make_unique<transport::ibverbs_connection>(ctx_, p, c, conn);
+      for (int p = 0; p < nranks; ++p) {
+        transport::ibverbs_connection_options o = conn;
+        if (p != rank && (!plan || plan(c, p, o))) at(c, p) = std::make_unique<transport::ibverbs_connection>(ctx_, p, c, o);
+      }
   }
   endpoint(const endpoint&) = delete;
   endpoint& operator=(const endpoint&) = delete;
@@ -212,14 +231,14 @@ class endpoint {
     for (int c = 0; c < channels_; ++c)
       for (int p = 0; p < nranks_; ++p)
         out[static_cast<std::size_t>(c * nranks_ + p)] =
-            p == rank_ ? transport::ibverbs_qp_info{} : conns_[index(c, p)]->local_info();
+            conns_[index(c, p)] ? conns_[index(c, p)]->local_info() : transport::ibverbs_qp_info{};
   }
   // Connects (channel c, peer p) with `info(p, c)`, the info p made for this rank on channel c.
   template <class Info>
   void connect_all(Info&& info) {
     for (int c = 0; c < channels_; ++c)
       for (int p = 0; p < nranks_; ++p)
-        if (p != rank_) at(c, p)->connect(info(p, c));
+        if (at(c, p)) at(c, p)->connect(info(p, c));
   }
   // The connection (channel, peer), once.
   std::unique_ptr<transport::ibverbs_connection> take(int peer, int channel) {
@@ -258,6 +277,8 @@ template <>
 struct net_backend<transport::ibverbs> {
   using connection = ibverbs_net::link;
   using endpoint = ibverbs_net::endpoint;
+  // GPU buffers: the endpoint is made on the GPU world's FIFOs (make_gpu_endpoint).
+  static constexpr bool endpoint_after_gpu_world = true;
 
   // The bytes of the exchange's result for `nranks` ranks of `channels` channels.
   static constexpr std::uint64_t exchange_bytes(int nranks, int channels) noexcept {
@@ -280,6 +301,43 @@ struct net_backend<transport::ibverbs> {
   template <class B>
   static std::unique_ptr<endpoint> make_endpoint(B& boot, int rank, int nranks, const net_options& opt,
                                                  const net_peer_info& mine, std::vector<net_peer_info>& all) {
+    return exchange(boot, rank, nranks, opt, mine, all, connection_options(opt), {});
+  }
+
+  // GPU buffers (gpu/net_proxy.hpp), collective: made once the GPU world is, over `channels`
+  // channels of `slots` slots of `slot_bytes`, a tagged queue pair for each (channel, peer) that
+  // `fifo` gives slots for (send: this rank's outbox to the peer, recv: its inbox from it; false:
+  // a peer of this host, no queue pair).
+  template <class B, class Fifo>
+  static std::unique_ptr<endpoint> make_gpu_endpoint(B& boot, int rank, int nranks, net_options opt, int channels,
+                                                     int slots, std::size_t slot_bytes, const net_peer_info& mine,
+                                                     Fifo&& fifo) {
+    opt.channels = channels;
+    opt.slots = slots;
+    opt.slot_bytes = slot_bytes;
+    transport::ibverbs_connection_options conn;
+    conn.slots = static_cast<std::uint32_t>(slots);
+    conn.slot_bytes = slot_bytes;
+    conn.probe_interval = opt.ibverbs.probe_interval;
+    conn.tagged = true;
+    std::vector<net_peer_info> all;
+    return exchange(boot, rank, nranks, opt, mine, all, conn,
+                    [&](int c, int p, transport::ibverbs_connection_options& o) {
+                      return fifo(c, p, o.send_slots, o.recv_slots);
+                    });
+  }
+  // The GPU proxy's connection (channel, peer): the one the endpoint made on its slots.
+  static std::unique_ptr<connection> make_proxy_connection(endpoint& ep, int, int peer, int channel, int, std::size_t,
+                                                           int, std::byte*, std::byte*) {
+    return std::make_unique<connection>(ep.take(peer, channel));
+  }
+
+ private:
+  template <class B>
+  static std::unique_ptr<endpoint> exchange(B& boot, int rank, int nranks, const net_options& opt,
+                                            const net_peer_info& mine, std::vector<net_peer_info>& all,
+                                            const transport::ibverbs_connection_options& conn,
+                                            const ibverbs_net::connection_plan& plan) {
     const char* where = "communicator<net<ibverbs>>";
     const std::uint64_t bytes = exchange_bytes(nranks, opt.channels);
     if (bytes > bootstrap::max_payload)
@@ -296,7 +354,6 @@ struct net_backend<transport::ibverbs> {
     if (opt.slots < 1 || opt.slots > (1 << 16))
       collcomm::detail::fail(errc::invalid_argument, where, rank,
                              "option 'slots' = " + std::to_string(opt.slots) + " is out of range [1, 65536]");
-    const transport::ibverbs_connection_options conn = connection_options(opt);
     if (conn.slot_bytes > transport::ibverbs_connection::max_message_bytes)
       collcomm::detail::fail(
           errc::invalid_argument, where, rank,
@@ -313,7 +370,8 @@ struct net_backend<transport::ibverbs> {
     try {
       const transport::verbs_api& api = opt.ibverbs.verbs != nullptr ? *opt.ibverbs.verbs : transport::load_verbs();
       ep = std::make_unique<endpoint>(api, rank, nranks, opt.channels,
-                                      transport::ibverbs_context_options{opt.ibverbs.hca, opt.ibverbs.gid_index}, conn);
+                                      transport::ibverbs_context_options{opt.ibverbs.hca, opt.ibverbs.gid_index}, conn,
+                                      plan);
       std::vector<transport::ibverbs_qp_info> infos(per_rank);
       ep->local_infos(infos);
       std::memcpy(me.data() + sizeof head, infos.data(), per_rank * sizeof(transport::ibverbs_qp_info));
@@ -353,6 +411,7 @@ struct net_backend<transport::ibverbs> {
     return ep;
   }
 
+ public:
   static std::unique_ptr<connection> make_connection(endpoint& ep, int, int peer, int channel, const net_options&) {
     return std::make_unique<connection>(ep.take(peer, channel));
   }

@@ -74,3 +74,57 @@ TEST_CASE("large slots: 1 MiB messages") {
   o.messages = 40;
   expect_clean(run_traffic(o, base_seed() ^ 0x6666), o);
 }
+
+TEST_CASE("the caller's slots and tagged messages (the GPU proxy's shape): every tag arrives with its message") {
+  for (std::uint32_t slots = 1; slots <= 4; ++slots) {
+    traffic_options o;
+    o.ranks = 3;
+    o.channels = 2;
+    o.conn.slots = slots;
+    o.conn.slot_bytes = 1 + mix(base_seed() ^ (0x7777 + slots)) % 5000;
+    o.conn.tagged = true;
+    o.external_slots = true;
+    o.slow_permille = 200;
+    o.messages = 300;
+    CAPTURE(slots);
+    CAPTURE(o.conn.slot_bytes);
+    expect_clean(run_traffic(o, base_seed() ^ (0x7777 + slots)), o);
+  }
+}
+
+TEST_CASE("tagged messages through a send queue of 3: a tag and its message always fit together") {
+  traffic_options o;
+  o.conn.slots = 4;
+  o.conn.send_depth = 3;
+  o.conn.slot_bytes = 64;
+  o.conn.tagged = true;
+  o.messages = 1000;
+  expect_clean(run_traffic(o, base_seed() ^ 0x8888), o);
+}
+
+TEST_CASE("a tagged side and an untagged side are refused at connect, naming the difference") {
+  auto& fab = verbs_double::fabric::instance();
+  fab.reset(verbs_double::uniform_devices(2));
+  const tr::verbs_api api = fab.api();
+  {
+    tr::ibverbs_context c0(api, 0, tr::ibverbs_context_options{"mockdev0", -1});
+    tr::ibverbs_context c1(api, 1, tr::ibverbs_context_options{"mockdev1", -1});
+    tr::ibverbs_connection_options tagged, plain;
+    tagged.tagged = true;
+    tr::ibverbs_connection a(c0, 1, 0, tagged), b(c1, 0, 0, plain);
+    try {
+      a.connect(b.local_info());
+      FAIL("a tagged connection took an untagged peer");
+    } catch (const collcomm::error& e) {
+      CHECK(e.code() == collcomm::errc::invalid_argument);
+      CHECK_MESSAGE(std::string(e.what()).find("tags") != std::string::npos, e.what());
+    }
+    try {
+      b.connect(a.local_info());
+      FAIL("an untagged connection took a tagged peer");
+    } catch (const collcomm::error& e) {
+      CHECK(e.code() == collcomm::errc::invalid_argument);
+    }
+  }
+  CHECK(fab.live_objects() == 0);
+}

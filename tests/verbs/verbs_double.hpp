@@ -31,7 +31,7 @@
 //
 // Work requests execute in order per QP, data copied by the thread that posts or that next polls
 // any completion queue (a step of the whole fabric). Fault knobs: fail_next_reg_mr, force_error,
-// inject_completion_error, kill_device; counters: rnr_events, cq_overflows.
+// force_error_device, inject_completion_error, kill_device; counters: rnr_events, cq_overflows.
 #pragma once
 
 #include <collcomm/transport/ibverbs/api.hpp>
@@ -134,6 +134,13 @@ class fabric {
   void force_error(std::uint32_t qpn) {
     std::lock_guard lk(mu_);
     if (auto* q = find_qpn(qpn)) to_error(*q);
+  }
+  // Every QP of device `index` moves to ERR now (as force_error on each).
+  void force_error_device(int index) {
+    std::lock_guard lk(mu_);
+    device_state* d = devices_.at(static_cast<std::size_t>(index)).get();
+    for (auto& [qpn, q] : by_qpn_)
+      if (device_of_qp(*q) == d) to_error(*q);
   }
   // The next send work request this QP executes completes with `status`, and the QP moves to ERR.
   void inject_completion_error(std::uint32_t qpn, ibv_wc_status status) {

@@ -78,6 +78,7 @@ inline bool check_message(const std::byte* p, std::size_t n, std::uint64_t key) 
 struct peer_link {
   int peer;
   int channel;
+  std::vector<std::byte> send_mem, recv_mem;  // external_slots: the slots conn was given (outlive it)
   std::unique_ptr<tr::ibverbs_connection> conn;
   std::uint64_t next_send = 0;
   std::uint64_t next_recv = 0;
@@ -91,6 +92,8 @@ struct traffic_options {
   int ranks = 2;
   int channels = 1;
   tr::ibverbs_connection_options conn{};
+  // The slots in memory the rank gives each connection (conn.send_slots, recv_slots), not its own.
+  bool external_slots = false;
   std::uint64_t messages = 200;
   int slow_permille = 0;  // per (arrived message, iteration): the chance a receiver leaves it for later
   std::uint8_t link_layer = IBV_LINK_LAYER_INFINIBAND;
@@ -144,7 +147,16 @@ inline std::vector<rank_result> run_traffic(const traffic_options& o, std::uint6
       for (int p = 0; p < o.ranks; ++p)
         for (int c = 0; c < o.channels; ++c)
           if (p != r) {
-            links.push_back(peer_link{p, c, std::make_unique<tr::ibverbs_connection>(*ctx, p, c, o.conn)});
+            peer_link l{p, c, {}, {}, nullptr};
+            tr::ibverbs_connection_options co = o.conn;
+            if (o.external_slots) {
+              l.send_mem.assign(std::size_t{co.slots} * co.slot_bytes, std::byte{0});
+              l.recv_mem.assign(std::size_t{co.slots} * co.slot_bytes, std::byte{0});
+              co.send_slots = l.send_mem.data();
+              co.recv_slots = l.recv_mem.data();
+            }
+            l.conn = std::make_unique<tr::ibverbs_connection>(*ctx, p, c, co);
+            links.push_back(std::move(l));
             slot(r, p, c) = links.back().conn->local_info();
           }
     } catch (const collcomm::error& e) {
@@ -183,7 +195,7 @@ inline std::vector<rank_result> run_traffic(const traffic_options& o, std::uint6
             const std::uint64_t key = message_key(seed, r, l.peer, l.channel, l.next_send);
             const std::size_t n = message_size(key, l.next_send, c.slot_bytes());
             fill_message(c.send_buffer(l.next_send), n, key);
-            c.post(l.next_send, n);
+            c.post(l.next_send, n, key);  // the tag (tagged connections): the message's key
             ++l.next_send;
             moved = true;
           }
@@ -193,6 +205,13 @@ inline std::vector<rank_result> run_traffic(const traffic_options& o, std::uint6
             const std::uint64_t m = l.next_recv;
             const std::uint64_t key = message_key(seed, l.peer, r, l.channel, m);
             const std::size_t n = message_size(key, m, c.slot_bytes());
+            if (o.conn.tagged && c.recv_tag(m) != key) {
+              res.failure = "rank " + std::to_string(r) + " from peer " + std::to_string(l.peer) + " channel " +
+                            std::to_string(l.channel) + ": message " + std::to_string(m) + " has tag " +
+                            std::to_string(c.recv_tag(m)) + ", expected " + std::to_string(key);
+              stop = true;
+              break;
+            }
             if (c.recv_bytes(m) != n || !check_message(c.recv_buffer(m), n, key)) {
               res.failure = "rank " + std::to_string(r) + " from peer " + std::to_string(l.peer) + " channel " +
                             std::to_string(l.channel) + ": message " + std::to_string(m) + " has " +

@@ -146,8 +146,13 @@ std::shared_ptr<world> join_host_group(B& boot, int rank, int device, const opti
 template <class Backend>
 class net_part {
  public:
-  using connection_type = typename host::net_backend<Backend>::connection;
-  using endpoint_type = typename host::net_backend<Backend>::endpoint;
+  using backend_type = host::net_backend<Backend>;
+  using connection_type = typename backend_type::connection;
+  using endpoint_type = typename backend_type::endpoint;
+  // As in host::net_world: connections made when first needed (socket) or all with the endpoint
+  // (ibverbs); idle waits in poll(2) on the backend's file descriptors, else a short sleep.
+  static constexpr bool lazy = requires(endpoint_type& e, connection_type& c) { e.connect(c); };
+  static constexpr bool has_fds = requires(endpoint_type& e) { e.for_each_fd([](int, bool) {}); };
 
   net_part(std::shared_ptr<world> w, int rank, std::unique_ptr<endpoint_type> ep, int streams)
       : w_(std::move(w)),
@@ -268,10 +273,9 @@ class net_part {
     if (!l.c) {
       const transport::fifo_view& out = w_->net_fifo(channel, rank_, peer);
       const transport::fifo_view& in = w_->net_fifo(channel, peer, rank_);
-      l.c = std::make_unique<connection_type>(
-          rank_, peer, channel, static_cast<int>(slots_), slot_bytes_, streams_,
-          typename connection_type::external_slots{reinterpret_cast<std::byte*>(out.data),
-                                                   reinterpret_cast<std::byte*>(in.data)});
+      l.c = backend_type::make_proxy_connection(*ep_, rank_, peer, channel, static_cast<int>(slots_), slot_bytes_,
+                                                streams_, reinterpret_cast<std::byte*>(out.data),
+                                                reinterpret_cast<std::byte*>(in.data));
     }
     return l;
   }
@@ -315,13 +319,16 @@ class net_part {
         return true;
       }
     }
-    bool moved = ep_->progress([&](int src, int channel) { return make(channel, src).c.get(); });
-    for (auto [src, channel] : ep_->take_requests()) {
-      link& l = make(channel, src);
-      if (!l.c->ready()) ep_->connect(*l.c);
-      moved = true;
+    bool moved = false;
+    if constexpr (lazy) {
+      moved = ep_->progress([&](int src, int channel) { return make(channel, src).c.get(); });
+      for (auto [src, channel] : ep_->take_requests()) {
+        link& l = make(channel, src);
+        if (!l.c->ready()) ep_->connect(*l.c);
+        moved = true;
+      }
     }
-    const auto now = clock::now();
+    [[maybe_unused]] const auto now = clock::now();
     for (int ch = 0; ch < nc_; ++ch)
       for (int p = 0; p < n_; ++p) {
         if (p == rank_ || w_->is_near(p)) continue;
@@ -334,12 +341,14 @@ class net_part {
           make(ch, p);
         }
         connection_type& c = *l.c;
-        if (tail > l.sent && !c.ready()) {
-          if (rank_ < p) {
-            ep_->connect(c);
-          } else if (now - l.last_request > std::chrono::milliseconds(100)) {
-            l.last_request = now;
-            ep_->request(c);
+        if constexpr (lazy) {
+          if (tail > l.sent && !c.ready()) {
+            if (rank_ < p) {
+              ep_->connect(c);
+            } else if (now - l.last_request > std::chrono::milliseconds(100)) {
+              l.last_request = now;
+              ep_->request(c);
+            }
           }
         }
         while (l.sent < tail && c.can_send(l.sent)) {
@@ -378,8 +387,10 @@ class net_part {
   bool serve_failed() {
     bool moved = false;
     try {
-      moved = ep_->progress([&](int src, int channel) { return make(channel, src).c.get(); });
-      (void)ep_->take_requests();
+      if constexpr (lazy) {
+        moved = ep_->progress([&](int src, int channel) { return make(channel, src).c.get(); });
+        (void)ep_->take_requests();
+      }
       const std::string text = failure();
       for (link& l : links_)
         if (l.c) {
@@ -405,13 +416,19 @@ class net_part {
     return true;
   }
 
+  // Sleeps until a socket moves, for at most `ms` milliseconds; without file descriptors (the
+  // completions of ibverbs are polled) for 50 microseconds.
   void poll_all(int ms) {
-    fds_.clear();
-    auto add = [&](int fd, bool out) { fds_.push_back({fd, static_cast<short>(POLLIN | (out ? POLLOUT : 0)), 0}); };
-    ep_->for_each_fd(add);
-    for (link& l : links_)
-      if (l.c) l.c->for_each_fd(add);
-    ::poll(fds_.data(), fds_.size(), ms);
+    if constexpr (has_fds) {
+      fds_.clear();
+      auto add = [&](int fd, bool out) { fds_.push_back({fd, static_cast<short>(POLLIN | (out ? POLLOUT : 0)), 0}); };
+      ep_->for_each_fd(add);
+      for (link& l : links_)
+        if (l.c) l.c->for_each_fd(add);
+      ::poll(fds_.data(), fds_.size(), ms);
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(ms > 0 ? 50 : 0));
+    }
   }
 
   void loop() {
@@ -520,7 +537,16 @@ communicator<transport::net<Backend>>::communicator(B& boot, int device, gpu::op
   detail::cuda_check(cudaGetDeviceProperties(&prop, device), "communicator<net>: cudaGetDeviceProperties", rank_);
   std::array<unsigned char, 16> gpu{};
   std::memcpy(gpu.data(), &prop.uuid, 16);
-  auto ep = make_endpoint(boot, opt, gpu);
+  using backend = host::net_backend<Backend>;
+  // ibverbs: the queue pairs are made on the GPU world's FIFOs, so after it; its part of the
+  // exchange comes then, the ranks' identities now.
+  constexpr bool after_world = requires { backend::endpoint_after_gpu_world; };
+  std::unique_ptr<typename backend::endpoint> ep;
+  host::net_peer_info mine{};
+  if constexpr (after_world)
+    mine = exchange_identity(boot, opt, gpu);
+  else
+    ep = make_endpoint(boot, opt, gpu);
   int on_gpu = 0;
   for (int r = 0; r < nranks_; ++r)
     on_gpu += gpus_[static_cast<std::size_t>(r)] == gpu && host_ids_[static_cast<std::size_t>(r)] == host_ids_[rank_];
@@ -533,9 +559,29 @@ communicator<transport::net<Backend>>::communicator(B& boot, int device, gpu::op
   near_.assign(static_cast<std::size_t>(nranks_), 0);
   if (near)
     for (int r : group) near_[static_cast<std::size_t>(r)] = 1;
-  auto w = std::make_shared<gpu::world>(gpu::world::net_tag{}, nranks_, rank_, device, on_gpu, gpu_opts,
-                                        std::move(near), near ? std::move(group) : std::vector<int>{});
-  ep->set_channels(w->opts().channels);  // the GPU world's channels, each its own connections
+  std::shared_ptr<gpu::world> w;
+  if constexpr (after_world) {
+    std::string err;  // every rank learns of a world that could not be made, before the exchange
+    try {
+      w = std::make_shared<gpu::world>(gpu::world::net_tag{}, nranks_, rank_, device, on_gpu, gpu_opts,
+                                       std::move(near), near ? std::move(group) : std::vector<int>{});
+    } catch (const std::exception& e) {
+      err = e.what();
+    }
+    detail::check_statuses(detail::exchange_status(boot, err), "communicator<net>", rank_, "their GPU world");
+    ep = backend::make_gpu_endpoint(boot, rank_, nranks_, opt, w->opts().channels, w->opts().slots,
+                                    w->opts().slot_bytes, mine,
+                                    [&](int c, int p, std::byte*& send, std::byte*& recv) {
+                                      if (w->is_near(p)) return false;
+                                      send = reinterpret_cast<std::byte*>(w->net_fifo(c, rank_, p).data);
+                                      recv = reinterpret_cast<std::byte*>(w->net_fifo(c, p, rank_).data);
+                                      return true;
+                                    });
+  } else {
+    w = std::make_shared<gpu::world>(gpu::world::net_tag{}, nranks_, rank_, device, on_gpu, gpu_opts, std::move(near),
+                                     near ? std::move(group) : std::vector<int>{});
+    ep->set_channels(w->opts().channels);  // the GPU world's channels, each its own connections
+  }
   g_ = std::make_shared<gpu::net_part<Backend>>(std::move(w), rank_, std::move(ep), opt.socket.streams);
   topo_ = std::make_shared<const topology_table>(topology_table::from_host_ids(host_ids_));
   g_->set_topology(*topo_);

@@ -127,7 +127,12 @@ struct net_peer_info {
 //                collective over the bootstrap: makes the endpoint and fills `all` with every
 //                rank's net_peer_info (`mine` this rank's);
 //   make_connection(endpoint, rank, peer, channel, options)
-//                the connection (channel, peer), called once, on its first use.
+//                the connection (channel, peer), called once, on its first use;
+//   make_proxy_connection(endpoint, rank, peer, channel, slots, slot_bytes, streams, send, recv)
+//                GPU buffers: the connection (channel, peer) whose slots are the GPU world's FIFOs
+//                (gpu/net_proxy.hpp), whose messages carry tags (post's tag, recv_tag); a backend
+//                with make_gpu_endpoint makes its endpoint (and connections) after the GPU world,
+//                over those FIFOs; else with make_endpoint, before it.
 // An endpoint with connect(connection&) makes connections lazily: the world calls it from the
 // lower rank of a pair whose connection is not ready(), and drives the endpoint's progress(find)
 // (incoming connections). An endpoint with for_each_fd lets the world sleep in poll(2).
@@ -191,6 +196,14 @@ struct net_backend<transport::socket> {
                                                      const net_options& opt) {
     return std::make_unique<connection>(rank, peer, channel, opt.slots, host::connection::header_bytes + opt.slot_bytes,
                                         opt.socket.streams);
+  }
+  // The GPU proxy's connection (channel, peer) (gpu/net_proxy.hpp): its slots are the GPU world's
+  // FIFOs, `send` this rank's outbox to the peer, `recv` its inbox from it.
+  static std::unique_ptr<connection> make_proxy_connection(endpoint&, int rank, int peer, int channel, int slots,
+                                                           std::size_t slot_bytes, int streams, std::byte* send,
+                                                           std::byte* recv) {
+    return std::make_unique<connection>(rank, peer, channel, slots, slot_bytes, streams,
+                                        typename connection::external_slots{send, recv});
   }
 };
 

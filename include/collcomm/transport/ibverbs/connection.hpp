@@ -17,8 +17,12 @@
 //     both:     conn.progress();   // as often as the caller waits on either
 //
 // Messages m = 0, 1, 2, ... are delivered in order. Message m travels from the sender's slot m % slots
-// (registered memory) to the receiver's slot m % slots as one RDMA WRITE WITH IMMEDIATE, whose
-// immediate carries m's low 8 bits and the byte count, so messages are at most 2^24 − 1 bytes. The
+// (registered memory: the connection's own, or the caller's — pinned host memory, or GPU memory
+// through a dmabuf) to the receiver's slot m % slots as one RDMA WRITE WITH IMMEDIATE, whose
+// immediate carries m's low 8 bits and the byte count, so messages are at most 2^24 − 1 bytes. A
+// tagged connection's messages carry a 64-bit tag besides (the GPU proxy's size words): an RDMA
+// WRITE of it into the peer's tag ring just before the message's, which the same queue pair lands
+// first. The
 // receiver keeps one receive work request posted per free slot: a message that arrives at a slot
 // not yet released finds no receive (RNR), so a sender cannot overrun the receiver unseen. release()
 // reposts the receive and then returns the slot to the sender by an RDMA WRITE of the number of
@@ -87,7 +91,8 @@ namespace transport {
 // remote side's virtual addresses for RDMA, keys are rkeys.
 struct ibverbs_qp_info {
   static constexpr std::uint32_t magic_value = 0x43434942u;  // "CCIB"
-  static constexpr std::uint32_t version_value = 2;
+  static constexpr std::uint32_t version_value = 3;
+  static constexpr std::uint32_t tagged_flag = 1;
 
   std::uint32_t magic = 0;
   std::uint32_t version = 0;
@@ -100,13 +105,14 @@ struct ibverbs_qp_info {
   std::uint8_t link_layer = 0;  // IBV_LINK_LAYER_INFINIBAND or IBV_LINK_LAYER_ETHERNET (RoCE)
   std::uint8_t mtu = 0;       // ibv_mtu of the port
   std::uint32_t slots = 0;
-  std::uint32_t reserved0 = 0;
+  std::uint32_t flags = 0;    // tagged_flag: its messages carry tags
   std::uint64_t slot_bytes = 0;
   std::uint8_t gid[16] = {};  // port GID at the chosen index (RoCE routes by it)
   std::uint64_t recv_addr = 0;    // its receive slots: slots × slot_bytes
-  std::uint64_t credit_addr = 0;  // its credit word: 8 bytes, the count of its messages we consumed
-  std::uint32_t rkey = 0;         // rkey of the receive slots and the credit word
-  std::uint32_t reserved1 = 0;
+  std::uint64_t credit_addr = 0;  // its control block: the credit word (the count of its messages we
+                                  // consumed), the notice block, the tags
+  std::uint32_t rkey = 0;         // rkey of the control block
+  std::uint32_t recv_rkey = 0;    // rkey of the receive slots (the control block's where they are its own)
 };
 static_assert(std::is_trivially_copyable_v<ibverbs_qp_info>);
 static_assert(std::has_unique_object_representations_v<ibverbs_qp_info>, "no padding: the blob is all fields");
@@ -377,6 +383,16 @@ struct ibverbs_connection_options {
   // that has gone answers no more, and that write fails (retry exceeded) even where this side
   // has nothing to send. 0: never.
   std::chrono::milliseconds probe_interval{1000};
+  // Slots in the caller's memory (both or neither): `slots` × `slot_bytes` from each, outliving the
+  // connection. Host memory, or GPU memory where `gpu_slots` (registered through a dmabuf; where the
+  // system cannot, the constructor throws errc::system: stage through host memory instead).
+  // Null: the connection's own host memory.
+  std::byte* send_slots = nullptr;
+  std::byte* recv_slots = nullptr;
+  bool gpu_slots = false;
+  // Each message carries a 64-bit tag besides its bytes (post's `tag`, recv_tag()): one more RDMA
+  // WRITE per message, of the tag into the peer's tag ring, ahead of the message's own.
+  bool tagged = false;
 };
 
 // One reliable-connected queue pair between this rank and `peer` on `channel`, with `slots`
@@ -400,24 +416,40 @@ class ibverbs_connection {
     signal_interval_ = std::max<std::uint32_t>(1, (opt_.send_depth - 1) / 2);
     sizes_.assign(opt_.slots, 0);
 
-    // The credit word follows the slots on a cache line of its own (8-byte aligned: the NIC writes
-    // it whole and the sender loads it atomically); the notice block follows it: [0, 8) the kind
-    // word, [8, 16) the text's length, [64, 64 + notice_text_max) the text. The local block has
-    // the same layout: the sources of the credit and notice writes.
+    if ((opt_.send_slots == nullptr) != (opt_.recv_slots == nullptr))
+      fail(errc::invalid_argument, "send_slots and recv_slots must both be given or both be null");
+    const bool external = opt_.send_slots != nullptr;
+    if (opt_.gpu_slots && !external) fail(errc::invalid_argument, "gpu_slots without send_slots and recv_slots");
+    // The slots (unless the caller's), then the control block: the credit word on a cache line of
+    // its own (8-byte aligned: the NIC writes it whole and the sender loads it atomically); the
+    // notice block: [0, 8) the kind word, [8, 16) the text's length, [64, 64 + notice_text_max)
+    // the text; the tag ring, 8 bytes a slot (tagged). The local block has the same layout: the
+    // sources of the credit, notice and tag writes.
     const std::size_t word = 64;
-    const std::size_t ring = (std::size_t{opt_.slots} * opt_.slot_bytes + word - 1) / word * word;
-    const std::size_t block = ring + word + notice_block_bytes;
+    const std::size_t ring = external ? 0 : (std::size_t{opt_.slots} * opt_.slot_bytes + word - 1) / word * word;
+    const std::size_t block = ring + word + notice_block_bytes + (opt_.tagged ? std::size_t{opt_.slots} * 8 : 0);
     local_block_ = ibverbs_detail::host_block(block);
     remote_block_ = ibverbs_detail::host_block(block);
-    send_slots_ = local_block_.p;
+    send_slots_ = external ? opt_.send_slots : local_block_.p;
     credit_source_ = reinterpret_cast<std::uint64_t*>(local_block_.p + ring);
     notice_source_ = local_block_.p + ring + word;
-    recv_slots_ = remote_block_.p;
+    tag_source_ = reinterpret_cast<std::uint64_t*>(local_block_.p + ring + word + notice_block_bytes);
+    recv_slots_ = external ? opt_.recv_slots : remote_block_.p;
     credit_word_ = reinterpret_cast<std::uint64_t*>(remote_block_.p + ring);
     notice_block_ = remote_block_.p + ring + word;
-    // Local MR: what the NIC reads (send slots, credit and notice sources). Remote MR: what the peer writes.
+    tags_ = reinterpret_cast<std::uint64_t*>(remote_block_.p + ring + word + notice_block_bytes);
+    // Local MR: what the NIC reads (send slots, credit, notice and tag sources). Remote MR: what the peer writes.
     local_mr_ = register_host(local_block_.p, block, IBV_ACCESS_LOCAL_WRITE);
     remote_mr_ = register_host(remote_block_.p, block, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    send_lkey_ = local_mr_.lkey();
+    recv_rkey_ = remote_mr_.rkey();
+    if (external) {
+      const std::size_t bytes = std::size_t{opt_.slots} * opt_.slot_bytes;
+      send_mr_ = register_slots(opt_.send_slots, bytes, IBV_ACCESS_LOCAL_WRITE, "send");
+      recv_mr_ = register_slots(opt_.recv_slots, bytes, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, "receive");
+      send_lkey_ = send_mr_.lkey();
+      recv_rkey_ = recv_mr_.rkey();
+    }
 
     cq_ = api_->create_cq(c_->ctx, opt_.cq_depth, nullptr, nullptr, 0);
     if (cq_ == nullptr) fail(errc::system, "ibv_create_cq(" + std::to_string(opt_.cq_depth) + ") failed: " + errno_text());
@@ -465,6 +497,8 @@ class ibverbs_connection {
     if (cq_ != nullptr) api_->destroy_cq(cq_);
     local_mr_.reset();
     remote_mr_.reset();
+    send_mr_.reset();
+    recv_mr_.reset();
   }
 
   int peer() const noexcept { return peer_; }
@@ -489,10 +523,12 @@ class ibverbs_connection {
     i.mtu = static_cast<std::uint8_t>(c_->port_attr.active_mtu);
     i.slots = opt_.slots;
     i.slot_bytes = opt_.slot_bytes;
+    i.flags = opt_.tagged ? remote_info::tagged_flag : 0;
     std::memcpy(i.gid, c_->gid.raw, sizeof(i.gid));
     i.recv_addr = reinterpret_cast<std::uintptr_t>(recv_slots_);
     i.credit_addr = reinterpret_cast<std::uintptr_t>(credit_word_);
     i.rkey = remote_mr_.rkey();
+    i.recv_rkey = recv_rkey_;
     return i;
   }
 
@@ -509,6 +545,9 @@ class ibverbs_connection {
     if (r.slots != opt_.slots || r.slot_bytes != opt_.slot_bytes)
       fail(errc::invalid_argument, "the peer has " + std::to_string(r.slots) + " slots of " + std::to_string(r.slot_bytes) +
                                        " bytes, this side " + std::to_string(opt_.slots) + " of " + std::to_string(opt_.slot_bytes));
+    if (((r.flags & remote_info::tagged_flag) != 0) != opt_.tagged)
+      fail(errc::invalid_argument, std::string("the peer's messages ") + (opt_.tagged ? "carry no tags" : "carry tags") +
+                                       ", this side's " + (opt_.tagged ? "do" : "do not"));
     if (r.link_layer != c_->port_attr.link_layer)
       fail(errc::invalid_argument, std::string("link layers differ: this port is ") + (c_->roce() ? "Ethernet (RoCE)" : "InfiniBand") +
                                        ", the peer's is not");
@@ -560,29 +599,47 @@ class ibverbs_connection {
 
   // The peer's slot for m is free (it released message m − slots) and the send queue has room.
   bool can_send(std::uint64_t m) const noexcept {
-    return connected_ && m - peer_consumed() < opt_.slots && sq_posted_ - sq_completed_ + 1 < opt_.send_depth;
+    return connected_ && m - peer_consumed() < opt_.slots &&
+           sq_posted_ - sq_completed_ + (opt_.tagged ? 2 : 1) < opt_.send_depth;
   }
 
   // Sends the first `bytes` of send_buffer(m) into the peer's slot m % slots (one RDMA WRITE WITH
-  // IMM). Messages are posted in order, each only once can_send(m).
-  void post(std::uint64_t m, std::size_t bytes) {
+  // IMM; tagged: `tag` first, into the peer's tag ring). Messages are posted in order, each only
+  // once can_send(m).
+  void post(std::uint64_t m, std::size_t bytes, std::uint64_t tag = 0) {
     if (!connected_) fail(errc::invalid_usage, "post() before connect()");
     if (m != sent_) fail(errc::invalid_usage, "post(" + std::to_string(m) + ") out of order: next is " + std::to_string(sent_));
     if (bytes > opt_.slot_bytes)
       fail(errc::invalid_usage, "post(" + std::to_string(m) + ", " + std::to_string(bytes) + " bytes) exceeds slot_bytes = " +
                                     std::to_string(opt_.slot_bytes));
     if (!can_send(m)) fail(errc::invalid_usage, "post(" + std::to_string(m) + ") while can_send(" + std::to_string(m) + ") is false");
+    if (opt_.tagged) {
+      // The source stays unchanged until the NIC has read it: slot m % slots is written again
+      // only for message m + slots, after the peer released m, which it received whole.
+      tag_source_[m % opt_.slots] = tag;
+      ibv_sge t{};
+      t.addr = reinterpret_cast<std::uintptr_t>(&tag_source_[m % opt_.slots]);
+      t.length = sizeof tag;
+      t.lkey = local_mr_.lkey();
+      ibv_send_wr tw{};
+      tw.opcode = IBV_WR_RDMA_WRITE;
+      tw.sg_list = &t;
+      tw.num_sge = 1;
+      tw.wr.rdma.remote_addr = remote_.credit_addr + 64 + notice_block_bytes + (m % opt_.slots) * 8;
+      tw.wr.rdma.rkey = remote_.rkey;
+      post_send(tw, data_write, "tag write of message " + std::to_string(m));
+    }
     ibv_sge sge{};
     sge.addr = reinterpret_cast<std::uintptr_t>(send_buffer(m));
     sge.length = static_cast<std::uint32_t>(bytes);
-    sge.lkey = local_mr_.lkey();
+    sge.lkey = send_lkey_;
     ibv_send_wr wr{};
     wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
     wr.sg_list = bytes > 0 ? &sge : nullptr;
     wr.num_sge = bytes > 0 ? 1 : 0;
     wr.imm_data = htonl(static_cast<std::uint32_t>(((m & 0xffu) << 24) | bytes));
     wr.wr.rdma.remote_addr = remote_.recv_addr + (m % opt_.slots) * opt_.slot_bytes;
-    wr.wr.rdma.rkey = remote_.rkey;
+    wr.wr.rdma.rkey = remote_.recv_rkey;
     post_send(wr, data_write, "RDMA write of message " + std::to_string(m));
     ++sent_;
   }
@@ -627,6 +684,10 @@ class ibverbs_connection {
   // Message m, valid from arrived(m) until release(m).
   const std::byte* recv_buffer(std::uint64_t m) const noexcept { return recv_slots_ + (m % opt_.slots) * opt_.slot_bytes; }
   std::size_t recv_bytes(std::uint64_t m) const noexcept { return sizes_[m % opt_.slots]; }
+  // Tagged: the tag of message m, valid from arrived(m) (its tag write landed before it).
+  std::uint64_t recv_tag(std::uint64_t m) const noexcept {
+    return std::atomic_ref<std::uint64_t>(tags_[m % opt_.slots]).load(std::memory_order_acquire);
+  }
 
   // The caller is done with message m and every earlier one: their slots go back to the sender.
   void release(std::uint64_t m) {
@@ -708,6 +769,16 @@ class ibverbs_connection {
   [[noreturn]] void fail(errc code, const std::string& msg) const {
     detail::fail(code, "net<ibverbs>", c_->rank,
                  "connection to peer " + std::to_string(peer_) + ", channel " + std::to_string(channel_) + ": " + msg);
+  }
+
+  // The caller's slots: host memory by ibv_reg_mr, GPU memory through a dmabuf.
+  ibverbs_memory register_slots(std::byte* p, std::size_t bytes, unsigned access, const char* which) {
+    if (!opt_.gpu_slots) return register_host(p, bytes, access);
+    std::optional<ibverbs_memory> m = c_->register_memory(p, bytes, true, access);
+    if (!m)
+      fail(errc::system, std::string("the ") + which + " slots are GPU memory and this system cannot register it "
+                             "(no dmabuf support in the CUDA driver, libibverbs or the device): stage through host memory");
+    return std::move(*m);
   }
 
   ibverbs_memory register_host(void* p, std::size_t bytes, unsigned access) {
@@ -847,16 +918,22 @@ class ibverbs_connection {
   std::uint32_t signal_interval_ = 1;
   std::uint32_t psn_ = 0;
 
-  ibverbs_detail::host_block local_block_;   // send slots, then the credit source word
-  ibverbs_detail::host_block remote_block_;  // receive slots, then the credit word the peer writes
+  ibverbs_detail::host_block local_block_;   // send slots (unless the caller's), then the sources of credit, notice and tag writes
+  ibverbs_detail::host_block remote_block_;  // receive slots (unless the caller's), then the control block the peer writes
   std::byte* send_slots_ = nullptr;
   std::byte* recv_slots_ = nullptr;
   std::uint64_t* credit_source_ = nullptr;
   std::uint64_t* credit_word_ = nullptr;
   std::byte* notice_source_ = nullptr;
   std::byte* notice_block_ = nullptr;
+  std::uint64_t* tag_source_ = nullptr;  // tagged: (slot) the tag of the message sent from it
+  std::uint64_t* tags_ = nullptr;        // tagged: (slot) the tag of the message held there
   ibverbs_memory local_mr_;
   ibverbs_memory remote_mr_;
+  ibverbs_memory send_mr_;  // the caller's slots
+  ibverbs_memory recv_mr_;
+  std::uint32_t send_lkey_ = 0;  // of the send slots
+  std::uint32_t recv_rkey_ = 0;  // of the receive slots
   ibv_cq* cq_ = nullptr;
   ibv_qp* qp_ = nullptr;
   remote_info remote_{};

@@ -1,0 +1,138 @@
+// bench/net/host_vs_mpi.cpp — the host executor beside MPI on the same processes: mpirun starts
+// the ranks; collcomm's communicator<host_shm> (a world of processes over POSIX shared memory,
+// made through bootstrap::mpi) and MPI_Allreduce (f32 sum, whatever transport mpirun picked:
+// shared memory on one host) take turns at each size on the same buffers, each timed as
+// bench_common.hpp times a call (per call the slowest rank's steady_clock time; median of reps
+// after a warm-up), every output checked exactly.
+//
+//   mpirun -n 4 host_vs_mpi [--algo ring|tree|recursive_doubling|two_shot|one_shot|automatic]
+//                           [--min-bytes 8] [--max-bytes 64M] [--step 4] [--budget 1G]
+//                           [--min-reps 5] [--max-reps 200]
+//   (as root: --allow-run-as-root; more ranks than cores: --oversubscribe)
+//
+// Rank 0 prints, per size: reps, MPI's and collcomm's median and minimum (µs), and MPI's median
+// over collcomm's (> 1: collcomm faster).
+#include "bench_common.hpp"
+
+#include <collcomm/bootstrap/mpi.hpp>
+#include <collcomm/collcomm.hpp>
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace {
+
+using host_comm = collcomm::communicator<collcomm::transport::host_shm>;
+using all_reduce_fn = std::function<void(host_comm&, const float*, float*, std::size_t)>;
+
+template <class Algo>
+all_reduce_fn with() {
+  return [](host_comm& c, const float* s, float* r, std::size_t n) {
+    collcomm::all_reduce<Algo>(c, s, r, static_cast<collcomm::index_t>(n), collcomm::op::sum{});
+  };
+}
+
+all_reduce_fn parse_algo(const std::string& s) {
+  if (s == "automatic" || s == "default")
+    return [](host_comm& c, const float* snd, float* r, std::size_t n) {
+      collcomm::all_reduce(c, snd, r, static_cast<collcomm::index_t>(n), collcomm::op::sum{});
+    };
+  if (s == "ring") return with<collcomm::algo::ring>();
+  if (s == "tree") return with<collcomm::algo::tree>();
+  if (s == "recursive_doubling") return with<collcomm::algo::recursive_doubling>();
+  if (s == "two_shot") return with<collcomm::algo::two_shot>();
+  if (s == "one_shot") return with<collcomm::algo::one_shot>();
+  std::fprintf(stderr, "unknown algorithm '%s'\n", s.c_str());
+  std::exit(2);
+}
+
+struct timing {
+  double median = 0, min = 0;
+  std::size_t wrong = 0;
+};
+
+// `reps` calls of f, after a warm-up, each the slowest rank's time; outputs checked.
+timing time_calls(const std::function<void(float*)>& f, std::vector<float>& recv, std::size_t count, int rank, int n,
+                  int reps) {
+  const int warm = std::clamp(reps / 10, 1, 5);
+  std::fill(recv.begin(), recv.end(), netbench::poison);
+  for (int w = 0; w < warm; ++w) f(recv.data());
+  std::size_t bad = netbench::wrong(netbench::coll::all_reduce, recv.data(), count, rank, n);
+  std::fill(recv.begin(), recv.end(), netbench::poison);
+  std::vector<double> t(static_cast<std::size_t>(reps));
+  for (int k = 0; k < reps; ++k) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f(recv.data());
+    t[static_cast<std::size_t>(k)] =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  }
+  bad += netbench::wrong(netbench::coll::all_reduce, recv.data(), count, rank, n);
+  t.push_back(static_cast<double>(bad));
+  MPI_Allreduce(MPI_IN_PLACE, t.data(), static_cast<int>(t.size()), MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  timing r;
+  r.wrong = static_cast<std::size_t>(t.back());
+  t.pop_back();
+  std::sort(t.begin(), t.end());
+  r.median = reps % 2 ? t[static_cast<std::size_t>(reps / 2)]
+                      : 0.5 * (t[static_cast<std::size_t>(reps / 2 - 1)] + t[static_cast<std::size_t>(reps / 2)]);
+  r.min = t.front();
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  const netbench::args a{argc, argv};
+  const std::string algo = a.str("algo", "automatic");
+  netbench::sweep_options o = netbench::sweep_from_args(a);
+  if (!a.get("max-bytes")) o.max_bytes = std::size_t{64} << 20;
+  if (!a.get("step")) o.step = 4;
+  if (!a.get("max-reps")) o.max_reps = 200;
+  std::size_t total_wrong = 0;
+  {
+    collcomm::bootstrap::mpi boot(MPI_COMM_WORLD, std::chrono::seconds(60));
+    host_comm comm(boot);
+    const int rank = comm.rank(), n = comm.size();
+    const all_reduce_fn run = parse_algo(algo);
+    if (rank == 0) {
+      char version[MPI_MAX_LIBRARY_VERSION_STRING];
+      int len = 0;
+      MPI_Get_library_version(version, &len);
+      std::string v(version, static_cast<std::size_t>(len));
+      if (auto nl = v.find(','); nl != std::string::npos) v.resize(nl);
+      std::printf("# all_reduce f32 sum, %d processes: collcomm host_shm (algo %s) beside %s\n", n, algo.c_str(),
+                  v.c_str());
+      std::printf("# time: per call, max over ranks; median and min over reps (µs); ratio: MPI / collcomm medians\n");
+      std::printf("#%11s %11s %5s %12s %12s %12s %12s %8s %7s\n", "size(B)", "count", "reps", "mpi_med", "mpi_min",
+                  "cc_med", "cc_min", "ratio", "#wrong");
+      std::fflush(stdout);
+    }
+    for (std::size_t bytes = o.min_bytes; bytes <= o.max_bytes;) {
+      const std::size_t count = std::max<std::size_t>(1, bytes / sizeof(float));
+      std::vector<float> send(count), recv(count);
+      for (std::size_t i = 0; i < count; ++i) send[i] = netbench::value(i, rank);
+      const int reps = static_cast<int>(std::clamp<std::size_t>(o.budget_bytes / (count * sizeof(float)),
+                                                                static_cast<std::size_t>(o.min_reps),
+                                                                static_cast<std::size_t>(o.max_reps)));
+      const timing m = time_calls(
+          [&](float* r) { MPI_Allreduce(send.data(), r, static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); },
+          recv, count, rank, n, reps);
+      const timing c = time_calls([&](float* r) { run(comm, send.data(), r, count); }, recv, count, rank, n, reps);
+      total_wrong += m.wrong + c.wrong;
+      if (rank == 0) {
+        std::printf("%12zu %11zu %5d %12.2f %12.2f %12.2f %12.2f %8.2f %7zu\n", count * sizeof(float), count, reps,
+                    m.median, m.min, c.median, c.min, m.median / c.median, m.wrong + c.wrong);
+        std::fflush(stdout);
+      }
+      if (bytes == o.max_bytes) break;
+      bytes = std::min(bytes * static_cast<std::size_t>(o.step), o.max_bytes);
+    }
+  }
+  MPI_Finalize();
+  return total_wrong == 0 ? 0 : 1;
+}

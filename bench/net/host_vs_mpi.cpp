@@ -8,6 +8,7 @@
 //   mpirun -n 4 host_vs_mpi [--algo ring|tree|recursive_doubling|two_shot|one_shot|automatic]
 //                           [--min-bytes 8] [--max-bytes 64M] [--step 4] [--budget 1G]
 //                           [--min-reps 5] [--max-reps 200]
+//                           [--slot-bytes B] [--slots S] [--channels C] (host::options; default: its defaults)
 //   (as root: --allow-run-as-root; more ranks than cores: --oversubscribe)
 //
 // Rank 0 prints, per size: reps, MPI's and collcomm's median and minimum (µs), and MPI's median
@@ -96,7 +97,11 @@ int main(int argc, char** argv) {
   std::size_t total_wrong = 0;
   {
     collcomm::bootstrap::mpi boot(MPI_COMM_WORLD, std::chrono::seconds(60));
-    host_comm comm(boot);
+    collcomm::host::options ho;
+    ho.slot_bytes = a.bytes("slot-bytes", ho.slot_bytes);
+    ho.slots = static_cast<int>(a.integer("slots", ho.slots));
+    ho.channels = static_cast<int>(a.integer("channels", ho.channels));
+    host_comm comm(boot, ho);
     const int rank = comm.rank(), n = comm.size();
     const all_reduce_fn run = parse_algo(algo);
     if (rank == 0) {
@@ -105,8 +110,9 @@ int main(int argc, char** argv) {
       MPI_Get_library_version(version, &len);
       std::string v(version, static_cast<std::size_t>(len));
       if (auto nl = v.find(','); nl != std::string::npos) v.resize(nl);
-      std::printf("# all_reduce f32 sum, %d processes: collcomm host_shm (algo %s) beside %s\n", n, algo.c_str(),
-                  v.c_str());
+      std::printf("# all_reduce f32 sum, %d processes: collcomm host_shm (algo %s, slot_bytes %zu, slots %d, "
+                  "channels %d) beside %s\n",
+                  n, algo.c_str(), ho.slot_bytes, ho.slots, ho.channels, v.c_str());
       std::printf("# time: per call, max over ranks; median and min over reps (µs); ratio: MPI / collcomm medians\n");
       std::printf("#%11s %11s %5s %12s %12s %12s %12s %8s %7s\n", "size(B)", "count", "reps", "mpi_med", "mpi_min",
                   "cc_med", "cc_min", "ratio", "#wrong");

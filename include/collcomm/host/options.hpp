@@ -35,6 +35,12 @@ struct options : common_options {
     // The default takes two_shot and one_shot to 8 MiB buffers in and out of place. >= 4096.
     window_bytes = std::size_t{16} << 20;
   }
+  // How long a waiting rank polls before it yields and then sleeps on its doorbell (0: 64
+  // pauses). Negative: automatic — 200 µs where the world's ranks have a CPU each (threads: the
+  // CPUs this process may run on; processes: those any rank may run on), else 0, so that ranks
+  // that outnumber the CPUs give theirs to the rank that holds the work. COLLCOMM_HOST_SPIN_US
+  // (microseconds) overrides either. Ranks may differ.
+  std::chrono::microseconds spin{-1};
 };
 
 }  // namespace host

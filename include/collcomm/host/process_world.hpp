@@ -35,6 +35,7 @@
 #include <collcomm/host/world.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -45,6 +46,7 @@
 #include <string>
 #include <vector>
 
+#include <sched.h>
 #include <unistd.h>
 
 COLLCOMM_NAMESPACE_BEGIN
@@ -61,7 +63,23 @@ struct hello_record {
   std::int64_t pid;
   std::int32_t channels, slots;
   std::uint64_t slot_bytes, window_bytes;
+  std::uint64_t cpus[16];  // the CPUs (0 ... 1023) this process may run on, a bit each
 };
+
+// This process's CPUs as hello_record::cpus: its affinity mask (all bits where it cannot be read).
+inline void own_cpus(std::uint64_t (&bits)[16]) {
+  std::memset(bits, 0, sizeof bits);
+#if defined(__linux__)
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    for (int c = 0; c < 1024 && c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) bits[c / 64] |= std::uint64_t{1} << (c % 64);
+    return;
+  }
+#endif
+  std::memset(bits, 0xff, sizeof bits);
+}
 
 // What the creator of a segment tells the other ranks: the name it created, or why it could not.
 struct created_record {
@@ -103,7 +121,9 @@ std::shared_ptr<world> make_process_world(B& boot, options opt = {}) {
                              opt.channels,
                              opt.slots,
                              opt.slot_bytes,
-                             opt.window_bytes};
+                             opt.window_bytes,
+                             {}};
+  detail::own_cpus(hello.cpus);
   std::vector<std::byte> all(sizeof hello * static_cast<std::size_t>(n));
   boot.all_gather(std::span<const std::byte>(reinterpret_cast<const std::byte*>(&hello), sizeof hello),
                   std::span<std::byte>(all));
@@ -126,6 +146,17 @@ std::shared_ptr<world> make_process_world(B& boot, options opt = {}) {
   }
   const std::uint64_t token = hellos[0].token;
   const detail::segment_layout layout(n, opt, where, r);
+  // Automatic spin (options::spin): whether the world's ranks have a CPU each — the CPUs any of
+  // them may run on (a launcher that binds each rank to a core gives each a mask of one).
+  if (opt.spin.count() < 0) {
+    int cpus = 0;
+    for (int w = 0; w < 16; ++w) {
+      std::uint64_t any = 0;
+      for (const auto& h : hellos) any |= h.cpus[w];
+      cpus += std::popcount(any);
+    }
+    opt.spin = cpus >= n ? std::chrono::microseconds(200) : std::chrono::microseconds(0);
+  }
 
   // Rank 0 creates the segment under a fresh name and gives every rank that name (or its error);
   // from then on every rank unlinks it on its way out of an error.

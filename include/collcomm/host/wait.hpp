@@ -1,9 +1,10 @@
 // collcomm/host/wait.hpp — bounded waits of the host executor, and the doorbell that wakes them.
 //
 // A host rank is a thread or a process, and tests run 16 ranks on 2 cores (under ThreadSanitizer
-// too), so a waiting rank must give its core away quickly: it polls a little, yields a few times, then
-// sleeps on its doorbell (a futex on Linux, growing sleeps elsewhere) until a peer rings it or a
-// short slice runs out. Every wait is bounded by the world's timeout; the slice bound means that
+// too), so a waiting rank that shares its CPU must give it away quickly: it polls a little (for
+// 200 µs where every rank has a CPU, a few pauses where they do not: spin_of), yields a few times,
+// then sleeps on its doorbell (a futex on Linux, growing sleeps elsewhere) until a peer rings it or
+// a short slice runs out. Every wait is bounded by the world's timeout; the slice bound means that
 // even a lost wake-up costs a slice, never a hang.
 //
 // Memory ordering. The state a rank waits for (a FIFO counter, a barrier counter) is published
@@ -23,12 +24,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <thread>
 
 #if defined(__linux__)
 #include <climits>
 #include <ctime>
 #include <linux/futex.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
@@ -91,17 +94,42 @@ inline constexpr std::chrono::nanoseconds first_slice = std::chrono::microsecond
 inline constexpr std::chrono::nanoseconds max_slice = std::chrono::milliseconds(1);
 #endif
 
-// Waits until ready() (a callable doing acquire loads) is true. If it is still false after
+// The polling phase of a wait (host::options::spin): `spin` > 0 polls for that long; otherwise
+// spin_polls pauses.
+inline std::chrono::nanoseconds spin_of(std::chrono::microseconds option, int ranks) {
+  if (const char* e = std::getenv("COLLCOMM_HOST_SPIN_US"); e != nullptr && *e != '\0')
+    return std::chrono::microseconds(std::max(0L, std::strtol(e, nullptr, 10)));
+  if (option.count() >= 0) return option;
+  int cpus = static_cast<int>(std::thread::hardware_concurrency());
+#if defined(__linux__)
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) cpus = CPU_COUNT(&set);
+#endif
+  return ranks <= cpus ? std::chrono::nanoseconds(std::chrono::microseconds(200)) : std::chrono::nanoseconds(0);
+}
+
+// Waits until ready() (a callable doing acquire loads) is true: polls (for `spin`, or spin_polls
+// pauses where `spin` is 0), yields a few times, then sleeps on d. If it is still false after
 // `timeout`, calls on_timeout(), which must throw. ready() is always asked once more after the
 // deadline passes, so a wait never fails on a condition that already holds. watch() is called
 // after every sleep (every slice: at most max_slice apart) while the wait goes on; it may throw
 // to end the wait early (an abort, a peer that died: world.hpp).
 template <class Ready, class OnTimeout, class Watch>
-void wait_until(doorbell& d, std::chrono::milliseconds timeout, Ready&& ready, OnTimeout&& on_timeout, Watch&& watch) {
+void wait_until(doorbell& d, std::chrono::milliseconds timeout, std::chrono::nanoseconds spin, Ready&& ready,
+                OnTimeout&& on_timeout, Watch&& watch) {
   if (ready()) return;
-  for (int i = 0; i < spin_polls; ++i) {
-    cpu_relax();
-    if (ready()) return;
+  if (spin.count() > 0) {
+    const auto until = std::chrono::steady_clock::now() + spin;
+    do {
+      for (int i = 0; i < 16; ++i) cpu_relax();
+      if (ready()) return;
+    } while (std::chrono::steady_clock::now() < until);
+  } else {
+    for (int i = 0; i < spin_polls; ++i) {
+      cpu_relax();
+      if (ready()) return;
+    }
   }
   for (int i = 0; i < yield_polls; ++i) {
     std::this_thread::yield();
@@ -133,8 +161,9 @@ void wait_until(doorbell& d, std::chrono::milliseconds timeout, Ready&& ready, O
 }
 
 template <class Ready, class OnTimeout>
-void wait_until(doorbell& d, std::chrono::milliseconds timeout, Ready&& ready, OnTimeout&& on_timeout) {
-  wait_until(d, timeout, ready, on_timeout, [] {});
+void wait_until(doorbell& d, std::chrono::milliseconds timeout, std::chrono::nanoseconds spin, Ready&& ready,
+                OnTimeout&& on_timeout) {
+  wait_until(d, timeout, spin, ready, on_timeout, [] {});
 }
 
 }  // namespace detail

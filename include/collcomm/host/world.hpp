@@ -214,7 +214,8 @@ class world {
 
   // A world of `nranks` threads of this process. Throws errc::invalid_argument, naming the
   // argument, when nranks is not in [1, max_ranks] or an option is out of its range (options.hpp).
-  explicit world(int nranks, options opt = {}) : nranks_(nranks), opt_(opt) {
+  explicit world(int nranks, options opt = {})
+      : nranks_(nranks), opt_(opt), spin_(detail::spin_of(opt.spin, nranks)) {
     check_options(nranks, opt);
     const std::size_t nc = static_cast<std::size_t>(opt.channels), n = static_cast<std::size_t>(nranks);
     blocks_ = std::make_unique<std::byte*[]>(nc * n * n);  // value-initialized: all null
@@ -236,7 +237,12 @@ class world {
   // process is rank `rank`: records its pid and takes its liveness lock. Made by
   // process_world.hpp; use host::make_process_world or communicator::split / dup.
   world(detail::process_tag, collcomm::detail::shm_segment seg, int nranks, int rank, options opt)
-      : nranks_(nranks), opt_(opt), rank_(rank), seg_(std::move(seg)), layout_(nranks, opt) {
+      : nranks_(nranks),
+        opt_(opt),
+        spin_(detail::spin_of(opt.spin, nranks)),
+        rank_(rank),
+        seg_(std::move(seg)),
+        layout_(nranks, opt) {
     std::byte* b = seg_.base();
     control_ = reinterpret_cast<detail::control_block*>(b + layout_.control);
     info_ = reinterpret_cast<detail::rank_info*>(b + layout_.info);
@@ -469,7 +475,7 @@ class world {
       return true;
     };
     detail::wait_until(
-        doorbell_of(rank), opt_.timeout, all_arrived,
+        doorbell_of(rank), opt_.timeout, spin_, all_arrived,
         [&] {
           if (call != nullptr)
             for (int r = 0; r < nranks_; ++r)
@@ -539,7 +545,7 @@ class world {
   std::byte* wait_slot(int channel, int src, int dst, const char* what, const call_fingerprint* call = nullptr) {
     connection c = connect(channel, src, dst);
     detail::wait_until(
-        doorbell_of(src), opt_.timeout, [&] { return c.can_send(); },
+        doorbell_of(src), opt_.timeout, spin_, [&] { return c.can_send(); },
         [&] {
           if (call != nullptr) check_waited_call(what, src, dst, *call);
           timeout(what, src,
@@ -578,7 +584,7 @@ class world {
                                 const char* what) {
     connection c = connect(channel, src, dst);
     detail::wait_until(
-        doorbell_of(dst), opt_.timeout, [&] { return c.can_recv(); },
+        doorbell_of(dst), opt_.timeout, spin_, [&] { return c.can_recv(); },
         [&] {
           check_waited_call(what, dst, src, call);
           timeout(what, dst,
@@ -726,6 +732,7 @@ class world {
 
   int nranks_;
   options opt_;
+  std::chrono::nanoseconds spin_;  // the polling phase of this rank's waits (detail::spin_of)
   int rank_ = no_rank;  // process worlds: the rank this process drives
   // Shared state: on the heap (threads: the own_* members own it) or in the segment (processes).
   detail::control_block* control_ = nullptr;

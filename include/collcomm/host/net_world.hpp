@@ -443,12 +443,25 @@ class net_world {
     }
   }
 
-  // A peer's abort or a failed connection that the awaited link depends on ends the wait.
-  void check_links(const char* what, const link& awaited) {
+  // A peer's abort or a failed connection that the awaited link depends on ends the wait: the
+  // awaited peer's abort at once, another peer's after grace() (`foreign` holds since when this
+  // wait has seen one) — that peer may be one that waits on this rank and timed out a moment
+  // sooner, and this rank's own report, if its deadline comes meanwhile, names the cause better.
+  void check_links(const char* what, const link& awaited, std::chrono::steady_clock::time_point& foreign) {
+    const link* other = nullptr;
     for (const link& l : links_)
-      if (l.c && !l.c->peer_abort().empty())
+      if (l.c && !l.c->peer_abort().empty()) {
+        if (l.c->peer() == awaited.c->peer())
+          fail(errc::aborted, what, rank_, "rank " + std::to_string(l.c->peer()) + " gave up: " + l.c->peer_abort());
+        if (other == nullptr) other = &l;
+      }
+    if (other != nullptr) {
+      const auto now = std::chrono::steady_clock::now();
+      if (foreign == std::chrono::steady_clock::time_point{}) foreign = now;
+      if (now - foreign >= grace())
         fail(errc::aborted, what, rank_,
-             "rank " + std::to_string(l.c->peer()) + " gave up: " + l.c->peer_abort());
+             "rank " + std::to_string(other->c->peer()) + " gave up: " + other->c->peer_abort());
+    }
     if (!awaited.c->failure().empty()) fail(errc::system, what, rank_, awaited.c->failure());
     if (awaited.c->peer_left() && awaited.c->closed())
       fail(errc::aborted, what, rank_,
@@ -465,6 +478,7 @@ class net_world {
     const auto deadline = clock::now() + opt_.timeout;
     int idle = 0;
     auto idle_since = clock::now();
+    clock::time_point foreign{};
     try {
       for (;;) {
         if (progress_all()) {
@@ -474,9 +488,9 @@ class net_world {
           continue;
         }
         if (ready()) return;
-        check_links(what, on);
+        check_links(what, on, foreign);
         if (!failure_.empty()) check_usable(what, rank_);
-        if (clock::now() >= deadline) timed_out(what, awaited());
+        if (clock::now() >= deadline) timed_out(what, on.c->peer(), awaited());
         // Spin a little (a message about to arrive is taken at once), then sleep until a socket
         // moves: ranks that share a core must not spin on the core the rank with the data needs.
         ++idle;
@@ -494,20 +508,21 @@ class net_world {
   }
 
   // A wait that timed out tells its peers at once, then listens a little longer: a stall spreads
-  // from rank to rank within microseconds, so the rank it waits for has often timed out too, for
-  // a cause further along (a cut link, a dead host). That peer's text names the cause; this
-  // rank's own names only its neighbour.
-  [[noreturn]] void timed_out(const char* what, const std::string& awaited) {
+  // from rank to rank within microseconds, so the rank it waits for (`peer`) has often timed out
+  // too, for a cause further along (a cut link, a dead host). That peer's text names the cause;
+  // this rank's own names only its neighbour. Only the awaited peer's text is taken: another
+  // peer may be one that waits on this rank, whose text names this rank.
+  [[noreturn]] void timed_out(const char* what, int peer, const std::string& awaited) {
     const std::string text = "timed out after " + std::to_string(opt_.timeout.count()) + " ms " + awaited +
                              "; does every rank call the same collectives with the same arguments, and is the "
                              "network up?";
     const std::string mine = collcomm::detail::format_error(what, rank_, text);
     mark_failed(mine);
-    const auto until = std::chrono::steady_clock::now() + std::clamp(opt_.timeout / 8, std::chrono::milliseconds{1},
-                                                                     std::chrono::milliseconds{250});
+    const auto until = std::chrono::steady_clock::now() + grace();
     while (std::chrono::steady_clock::now() < until) {
       for (const link& l : links_)
-        if (l.c && !l.c->peer_abort().empty() && l.c->peer_abort().find(mine) == std::string::npos)  // not an echo
+        if (l.c && l.c->peer() == peer && !l.c->peer_abort().empty() &&
+            l.c->peer_abort().find(mine) == std::string::npos)  // not an echo
           throw error(errc::aborted, rank_,
                       collcomm::detail::format_error(
                           what, rank_, "rank " + std::to_string(l.c->peer()) + " gave up: " + l.c->peer_abort()));
@@ -518,6 +533,11 @@ class net_world {
       }
     }
     throw error(errc::timeout, rank_, mine);
+  }
+
+  // How long a wait that has news of a stall elsewhere listens for a better report (see timed_out).
+  std::chrono::milliseconds grace() const {
+    return std::clamp(opt_.timeout / 8, std::chrono::milliseconds{1}, std::chrono::milliseconds{250});
   }
 
   static constexpr std::chrono::microseconds spin_time{20};

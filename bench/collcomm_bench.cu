@@ -2,7 +2,8 @@
 // process (several per GPU allowed).
 //
 //   collcomm_bench -k all_reduce -a ring -t f32 -o sum -r 8 -b 8 -e 1G -f 2 -n 20 -w 5 -R 5 -c 1 [-G] [--json]
-//   (-g ranks per GPU, -C channels, -s slot bytes, -p simple|ll protocol, --check-max bytes, --no-in-place,
+//   (-a automatic: the default algorithm, its arm printed where it changes and in the JSON;
+//    -g ranks per GPU, -C channels, -s slot bytes, -p simple|ll protocol, --check-max bytes, --no-in-place,
 //    --nccl: NCCL's same collective on the same ranks after ours, loaded at run time: bench/nccl_peer.hpp;
 //    --help lists every flag with its default)
 //
@@ -51,6 +52,36 @@ struct bench_settings : bench::settings {
   std::size_t check_max_bytes = std::size_t{4} << 20;  // the host reference is slow beyond
 };
 
+// The device-memory bytes a call must move (bench/traffic_model.hpp): its algorithm's with its
+// tuning's channels and slots, or for algo::automatic those of the arm the call takes.
+template <class K, class Algo, class Tuning, class T, class Op>
+double modeled_traffic(const world_facts& f, const coll_args& base, const gpu::options& o, bool in_place) {
+  if constexpr (is_automatic<Algo>) {
+    return detail::select_arm<K, typename Algo::table, transport::nvlink, Op, T>(
+        f, detail::call_bytes_of<K, T>(base.count, base.nranks, in_place),
+        [&]<class A, class Tu>(std::type_identity<A>, std::type_identity<Tu>) {
+          return modeled_traffic<K, A, Tu, T, Op>(f, base, o, in_place);
+        });
+  } else {
+    constexpr bool ll = std::is_same_v<typename Tuning::protocol, protocol::ll>;
+    const std::size_t slot_bytes = tuned_slot_bytes<Tuning>(o.slot_bytes);
+    const index_t align = sizeof(T) >= 16 ? 1 : 16 / sizeof(T);
+    // The payload of a slot: all of it (simple); half of its 16-byte lines less the header line (ll).
+    const index_t slot = ll ? static_cast<index_t>((slot_bytes / 16 - 1) * 8 / sizeof(T)) / align * align
+                            : static_cast<index_t>(slot_bytes / sizeof(T)) / align * align;
+    return bench::traffic_bytes<K, Algo>(base, tuned_channels<Tuning>(o.channels), slot, align, sizeof(T), ll ? 2 : 1);
+  }
+}
+
+// The arm a call takes: its algorithm (and protocol), or algo::automatic's choice.
+template <class K, class Algo, class Tuning, class T, class Op>
+std::string arm_of(const world_facts& f, index_t count, bool in_place) {
+  if constexpr (is_automatic<Algo>)
+    return chosen_arm<K, typename Algo::table, transport::nvlink, Op, T>(f, count, in_place);
+  else
+    return std::string(Algo::name) + " (" + detail::tuning_text<Tuning>(f) + ")";
+}
+
 template <class K, class Algo, class T, class Op, class Tuning = tuning<>>
 void run_bench(const bench_settings& st, double copy_bw) {
   constexpr bool ll = std::is_same_v<typename Tuning::protocol, protocol::ll>;
@@ -78,6 +109,7 @@ void run_bench(const bench_settings& st, double copy_bw) {
   }
 
   std::barrier sync_point(n);
+  std::string last_arm[2];  // the arm printed last, out of place and in place (rank 0's thread)
   std::vector<double> rank_time(n);
   std::vector<long> rank_wrong(n);
   // The slowest rank's time: every rank (thread) writes its own, then all read the largest.
@@ -300,21 +332,25 @@ void run_bench(const bench_settings& st, double copy_bw) {
               for (long x : rank_wrong) wrong_all = (x < 0 || wrong_all < 0) ? -1 : wrong_all + x;
               const double algbw = bench::algbw(bytes, us);
               const double busbw = algbw * bench::bus_factor<K>(n);
-              const index_t align = sizeof(T) >= 16 ? 1 : 16 / sizeof(T);
-              // The payload of a slot: all of it (simple); half of its 16-byte lines less the
-              // header line (ll).
-              const index_t slot = ll ? static_cast<index_t>((o.slot_bytes / 16 - 1) * 8 / sizeof(T)) / align * align
-                                      : static_cast<index_t>(o.slot_bytes / sizeof(T)) / align * align;
-              const double mem = bench::traffic_bytes<K, Algo>(base, o.channels, slot, align, sizeof(T), ll ? 2 : 1) /
+              const double mem = modeled_traffic<K, Algo, Tuning, T, Op>(comm.facts(), base, o, place == 1) /
                                  (us * 1e-6) / copy_bw;
+              const std::string arm = arm_of<K, Algo, Tuning, T, Op>(comm.facts(), count, place == 1);
               if (st.json)
                 std::printf(
-                    "{\"kind\":\"%s\",\"algo\":\"%s\",\"type\":\"%s\",\"op\":\"%s\",\"ranks\":%d,\"graph\":%d,"
+                    "{\"kind\":\"%s\",\"algo\":\"%s\",\"arm\":\"%s\",\"type\":\"%s\",\"op\":\"%s\","
+                    "\"ranks\":%d,\"ranks_per_gpu\":%d,\"channels\":%d,\"slot_bytes\":%zu,\"graph\":%d,"
                     "\"bytes\":%zu,\"count\":%zu,\"in_place\":%d,\"time_us\":%.3f,\"algbw\":%.3f,"
                     "\"busbw\":%.3f,\"mem_frac\":%.4f,\"wrong\":%ld,\"copy_bw\":%.1f}\n",
-                    K::name, algo_name.c_str(), element_name<T>, op_name<Op>(), n, st.graph, bytes,
-                    static_cast<std::size_t>(count), place, us, algbw, busbw, mem, wrong_all, copy_bw / 1e9);
+                    K::name, algo_name.c_str(), arm.c_str(), element_name<T>, op_name<Op>(), n, per_gpu, o.channels,
+                    o.slot_bytes, st.graph, bytes, static_cast<std::size_t>(count), place, us, algbw, busbw, mem,
+                    wrong_all, copy_bw / 1e9);
               else {
+                // algo::automatic: the arm, where it changes.
+                if (is_automatic<Algo> && arm != last_arm[place]) {
+                  std::printf("# from %zu bytes, %s: %s\n", bytes, place == 1 ? "in place" : "out of place",
+                              arm.c_str());
+                  last_arm[place] = arm;
+                }
                 if (place == 0) bench::print_row_start(bytes, count, element_name<T>, op_name<Op>());
                 bench::print_placement(us, algbw, busbw, bench::text("%5.0f%%", mem * 100), wrong_all,
                                        place == 1 || !in_place_ok);
@@ -375,6 +411,17 @@ int main(int argc, char** argv) {
   const double bw = bench::copy_bandwidth(2, 10);
   bool ran = false;
   try {
+    if (st.algo == "automatic") {
+      if (st.protocol != "simple") bench::die("-a automatic picks each arm's protocol: drop -p");
+      collcomm_test::for_each_type(bench_kinds{}, [&]<class K>(std::type_identity<K>) {
+        collcomm_test::for_each_type(bench_types{}, [&]<class T>(std::type_identity<T>) {
+          if (st.kind == K::name && st.type == element_name<T> && (!K::reduces || st.op == "sum")) {
+            run_bench<K, algo::automatic<>, T, bench::bench_op<K>>(st, bw);
+            ran = true;
+          }
+        });
+      });
+    }
     collcomm_test::for_each_type(bench_kinds{}, [&]<class K>(std::type_identity<K>) {
       collcomm_test::for_each_type(bench_algos{}, [&]<class A>(std::type_identity<A>) {
         collcomm_test::for_each_type(bench_types{}, [&]<class T>(std::type_identity<T>) {

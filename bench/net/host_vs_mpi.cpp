@@ -12,7 +12,8 @@
 //   (as root: --allow-run-as-root; more ranks than cores: --oversubscribe)
 //
 // Rank 0 prints, per size: reps, MPI's and collcomm's median and minimum (µs), and MPI's median
-// over collcomm's (> 1: collcomm faster).
+// over collcomm's (> 1: collcomm faster); with algo automatic (the default), the arm it takes, on a
+// "# from N B:" line where it changes.
 #include "bench_common.hpp"
 
 #include <collcomm/bootstrap/mpi.hpp>
@@ -118,6 +119,7 @@ int main(int argc, char** argv) {
                   "cc_med", "cc_min", "ratio", "#wrong");
       std::fflush(stdout);
     }
+    std::string last_arm;
     for (std::size_t bytes = o.min_bytes; bytes <= o.max_bytes;) {
       const std::size_t count = std::max<std::size_t>(1, bytes / sizeof(float));
       std::vector<float> send(count), recv(count);
@@ -136,6 +138,13 @@ int main(int argc, char** argv) {
         break;
       }
       total_wrong += m.wrong + c.wrong;
+      if (rank == 0 && (algo == "automatic" || algo == "default")) {  // the arm, where it changes
+        const std::string arm =
+            collcomm::chosen_arm<collcomm::kind::all_reduce, void, collcomm::transport::host_shm, collcomm::op::sum,
+                                 float>(comm.facts(), count);
+        if (arm != last_arm) std::printf("# from %zu B: %s\n", count * sizeof(float), arm.c_str());
+        last_arm = arm;
+      }
       if (rank == 0) {
         std::printf("%12zu %11zu %5d %12.2f %12.2f %12.2f %12.2f %8.2f %7zu\n", count * sizeof(float), count, reps,
                     m.median, m.min, c.median, c.min, m.median / c.median, m.wrong + c.wrong);

@@ -1,7 +1,8 @@
 // collcomm/collectives.hpp — the host API: one function per collective kind (blocking on the host
 // executor, stream-ordered and asynchronous on the GPU executor).
 //
-// Each function is a template over the algorithm (first template argument, with a default), the
+// Each function is a template over the algorithm (first template argument; by default
+// algo::automatic<>, which picks an algorithm and tuning per call: algo/automatic.hpp), the
 // tuning (second: protocol, channels, slot bytes, threads; tuning<> by default, tuning.hpp), the
 // transport (from the communicator), the element type (from the pointers) and the op (from the
 // argument). It checks the composition at compile time (check_composition: a static_assert that
@@ -41,7 +42,7 @@
 // Example (host executor):
 //   collcomm::host::world w(4);
 //   collcomm::host::run_ranks(w, [&](collcomm::communicator<collcomm::transport::host_shm>& comm) {
-//     collcomm::all_reduce(comm, send[comm.rank()], recv[comm.rank()], count);              // ring, sum
+//     collcomm::all_reduce(comm, send[comm.rank()], recv[comm.rank()], count);              // automatic, sum
 //     collcomm::all_reduce<collcomm::algo::tree>(comm, buf, buf, count, collcomm::op::max{}); // in place
 //   });
 // Example (GPU executor, the low-latency protocol on 8 channels):
@@ -49,6 +50,7 @@
 //                                                                                          collcomm::op::sum{}, stream);
 #pragma once
 
+#include <collcomm/algo/automatic.hpp>
 #include <collcomm/algo/direct.hpp>
 #include <collcomm/algo/linear.hpp>
 #include <collcomm/algo/one_shot.hpp>
@@ -65,6 +67,7 @@
 #include <collcomm/group.hpp>
 #include <collcomm/kinds.hpp>
 #include <collcomm/ops.hpp>
+#include <collcomm/tables.hpp>
 #include <collcomm/tuning.hpp>
 #include <collcomm/types.hpp>
 
@@ -75,17 +78,6 @@
 #include <utility>
 
 COLLCOMM_NAMESPACE_BEGIN
-
-// Whether an algorithm's schedules may run in place: an algorithm that cannot says
-// `static constexpr bool in_place_safe = false;` (one_shot: every rank reads every peer's input
-// while it writes its own output), and the API refuses in-place calls with it.
-template <class Algo>
-inline constexpr bool supports_in_place = [] {
-  if constexpr (requires { Algo::in_place_safe; })
-    return static_cast<bool>(Algo::in_place_safe);
-  else
-    return true;
-}();
 
 namespace detail {
 
@@ -167,7 +159,7 @@ class arg_checker {
     bad("arguments " + ranges + " overlap; " + what_ + " cannot run in place");
   }
 
-  // An in-place call with an algorithm that cannot run in place (supports_in_place above).
+  // An in-place call with an algorithm that cannot run in place (supports_in_place, compose.hpp).
   template <class Algo>
   void in_place_algorithm(bool in_place) const {
     if (in_place && !supports_in_place<Algo>)
@@ -205,38 +197,54 @@ inline constexpr bool takes_host_buffers = [] {
 // `stream`: nothing for the host executor; for the GPU executor exactly one argument, a
 // cudaStream_t or anything that converts to one (a framework's stream wrapper), taken by
 // reference so that a wrapper need not be copyable.
+// `in_place`: whether this rank's call is in place (algo::automatic does not pick an arm that
+// cannot run in place for it).
 template <class K, class Algo, class Tuning, class Tr, class T, class Op, class... Stream>
-void run_checked(communicator<Tr>& comm, const coll_args& a, const T* in, index_t in_elems, T* out, index_t out_elems,
-                 const Op& op, Stream&&... stream) {
+void run_checked(communicator<Tr>& comm, const coll_args& a, bool in_place, const T* in, index_t in_elems, T* out,
+                 index_t out_elems, const Op& op, Stream&&... stream) {
   static_assert(tuning_like<Tuning>,
                 "collcomm: a collective's second template argument is its tuning, e.g. "
                 "all_reduce<algo::ring, tuning<protocol::ll>>(...); see collcomm/tuning.hpp");
-  // Where a buffer is not significant its pointer is not passed on: a schedule cannot touch it.
-  in = in_elems ? in : nullptr;
-  out = out_elems ? out : nullptr;
-  if constexpr (takes_stream<Tr> && !(takes_host_buffers<Tr> && sizeof...(Stream) == 0)) {
-    using stream_t = typename communicator<Tr>::stream_type;
-    static_assert(sizeof...(Stream) == 1,
-                  "collcomm: a GPU collective takes the stream it is ordered on as its last argument, e.g. "
-                  "all_reduce(comm, send, recv, count, op::sum{}, stream)");
-    if constexpr (sizeof...(Stream) == 1) {
-      static_assert((std::is_convertible_v<Stream&&, stream_t> && ...),
-                    "collcomm: the last argument of a GPU collective must be a cudaStream_t, or convert to one");
-      if constexpr ((std::is_convertible_v<Stream&&, stream_t> && ...))
-        comm.template run<K, Algo, Tuning>(a, in, in_elems, out, out_elems, op,
-                                           static_cast<stream_t>(std::forward<Stream>(stream))...);
+  if constexpr (is_automatic<Algo>) {
+    static_assert(std::is_same_v<Tuning, default_tuning>,
+                  "collcomm: algo::automatic picks each call's tuning with its algorithm (collcomm/tables.hpp); "
+                  "to give a tuning, name the algorithm too, e.g. all_reduce<algo::ring, tuning<protocol::ll>>");
+    const auto run_arm = [&]<class A, class Tu>(std::type_identity<A>, std::type_identity<Tu>) {
+      run_checked<K, A, Tu>(comm, a, in_place, in, in_elems, out, out_elems, op, std::forward<Stream>(stream)...);
+    };
+    if constexpr (requires { comm.preloading(); }) {
+      if (comm.preloading()) return for_each_arm<K, typename Algo::table, Tr, Op, T>(run_arm);  // gpu::preload
     }
+    select_arm<K, typename Algo::table, Tr, Op, T>(comm.facts(), call_bytes_of<K, T>(a.count, comm.size(), in_place),
+                                                   run_arm);
   } else {
-    static_assert(sizeof...(Stream) == 0,
-                  "collcomm: the host executor's collectives run on the calling thread and take no stream argument");
-    if constexpr (sizeof...(Stream) == 0) comm.template run<K, Algo, Tuning>(a, in, in_elems, out, out_elems, op);
+    // Where a buffer is not significant its pointer is not passed on: a schedule cannot touch it.
+    in = in_elems ? in : nullptr;
+    out = out_elems ? out : nullptr;
+    if constexpr (takes_stream<Tr> && !(takes_host_buffers<Tr> && sizeof...(Stream) == 0)) {
+      using stream_t = typename communicator<Tr>::stream_type;
+      static_assert(sizeof...(Stream) == 1,
+                    "collcomm: a GPU collective takes the stream it is ordered on as its last argument, e.g. "
+                    "all_reduce(comm, send, recv, count, op::sum{}, stream)");
+      if constexpr (sizeof...(Stream) == 1) {
+        static_assert((std::is_convertible_v<Stream&&, stream_t> && ...),
+                      "collcomm: the last argument of a GPU collective must be a cudaStream_t, or convert to one");
+        if constexpr ((std::is_convertible_v<Stream&&, stream_t> && ...))
+          comm.template run<K, Algo, Tuning>(a, in, in_elems, out, out_elems, op,
+                                             static_cast<stream_t>(std::forward<Stream>(stream))...);
+      }
+    } else {
+      static_assert(sizeof...(Stream) == 0,
+                    "collcomm: the host executor's collectives run on the calling thread and take no stream argument");
+      if constexpr (sizeof...(Stream) == 0) comm.template run<K, Algo, Tuning>(a, in, in_elems, out, out_elems, op);
+    }
   }
 }
 
 }  // namespace detail
 
 // recv[i] = op over ranks of send[i], for i < count.
-template <class Algo = algo::ring, class Tuning = tuning<>, class Tr, class T, class Op = op::sum, class... Stream>
+template <class Algo = algo::automatic<>, class Tuning = tuning<>, class Tr, class T, class Op = op::sum, class... Stream>
 void all_reduce(communicator<Tr>& comm, const T* send, T* recv, index_t count, Op op = {}, Stream&&... stream) {
   check_composition<kind::all_reduce, Algo, Tr, Op, T>();
   const detail::arg_checker<T> c(kind::all_reduce::name, comm.rank(), comm.size());
@@ -247,11 +255,11 @@ void all_reduce(communicator<Tr>& comm, const T* send, T* recv, index_t count, O
   c.template in_place_algorithm<Algo>(in_place);
   coll_args a;
   a.count = count;
-  detail::run_checked<kind::all_reduce, Algo, Tuning>(comm, a, send, e, recv, e, op, std::forward<Stream>(stream)...);
+  detail::run_checked<kind::all_reduce, Algo, Tuning>(comm, a, in_place, send, e, recv, e, op, std::forward<Stream>(stream)...);
 }
 
 // recv[i] = op over ranks of send[rank * recvcount + i], for i < recvcount.
-template <class Algo = algo::ring, class Tuning = tuning<>, class Tr, class T, class Op = op::sum, class... Stream>
+template <class Algo = algo::automatic<>, class Tuning = tuning<>, class Tr, class T, class Op = op::sum, class... Stream>
 void reduce_scatter(communicator<Tr>& comm, const T* send, T* recv, index_t recvcount, Op op = {}, Stream&&... stream) {
   check_composition<kind::reduce_scatter, Algo, Tr, Op, T>();
   const int r = comm.rank(), n = comm.size();
@@ -264,12 +272,12 @@ void reduce_scatter(communicator<Tr>& comm, const T* send, T* recv, index_t recv
   c.template in_place_algorithm<Algo>(in_place);
   coll_args a;
   a.count = recvcount;
-  detail::run_checked<kind::reduce_scatter, Algo, Tuning>(comm, a, send, in_e, recv, out_e, op,
+  detail::run_checked<kind::reduce_scatter, Algo, Tuning>(comm, a, in_place, send, in_e, recv, out_e, op,
                                                           std::forward<Stream>(stream)...);
 }
 
 // recv[q * sendcount + i] = rank q's send[i].
-template <class Algo = algo::ring, class Tuning = tuning<>, class Tr, class T, class... Stream>
+template <class Algo = algo::automatic<>, class Tuning = tuning<>, class Tr, class T, class... Stream>
 void all_gather(communicator<Tr>& comm, const T* send, T* recv, index_t sendcount, Stream&&... stream) {
   check_composition<kind::all_gather, Algo, Tr, op::none, T>();
   const int r = comm.rank(), n = comm.size();
@@ -282,12 +290,12 @@ void all_gather(communicator<Tr>& comm, const T* send, T* recv, index_t sendcoun
   c.template in_place_algorithm<Algo>(in_place);
   coll_args a;
   a.count = sendcount;
-  detail::run_checked<kind::all_gather, Algo, Tuning>(comm, a, send, in_e, recv, out_e, op::none{},
+  detail::run_checked<kind::all_gather, Algo, Tuning>(comm, a, in_place, send, in_e, recv, out_e, op::none{},
                                                       std::forward<Stream>(stream)...);
 }
 
 // recv[i] = root's send[i]. send is significant at the root only.
-template <class Algo = algo::ring, class Tuning = tuning<>, class Tr, class T, class... Stream>
+template <class Algo = algo::automatic<>, class Tuning = tuning<>, class Tr, class T, class... Stream>
 void broadcast(communicator<Tr>& comm, const T* send, T* recv, index_t count, int root, Stream&&... stream) {
   check_composition<kind::broadcast, Algo, Tr, op::none, T>();
   const int r = comm.rank();
@@ -302,12 +310,12 @@ void broadcast(communicator<Tr>& comm, const T* send, T* recv, index_t count, in
   coll_args a;
   a.count = count;
   a.root = root;
-  detail::run_checked<kind::broadcast, Algo, Tuning>(comm, a, send, in_e, recv, e, op::none{},
+  detail::run_checked<kind::broadcast, Algo, Tuning>(comm, a, in_place, send, in_e, recv, e, op::none{},
                                                      std::forward<Stream>(stream)...);
 }
 
 // At the root: recv[i] = op over ranks of send[i]. recv is significant at the root only.
-template <class Algo = algo::ring, class Tuning = tuning<>, class Tr, class T, class Op, class... Stream>
+template <class Algo = algo::automatic<>, class Tuning = tuning<>, class Tr, class T, class Op, class... Stream>
 void reduce(communicator<Tr>& comm, const T* send, T* recv, index_t count, Op op, int root, Stream&&... stream) {
   check_composition<kind::reduce, Algo, Tr, Op, T>();
   const int r = comm.rank();
@@ -322,7 +330,7 @@ void reduce(communicator<Tr>& comm, const T* send, T* recv, index_t count, Op op
   coll_args a;
   a.count = count;
   a.root = root;
-  detail::run_checked<kind::reduce, Algo, Tuning>(comm, a, send, e, recv, out_e, op, std::forward<Stream>(stream)...);
+  detail::run_checked<kind::reduce, Algo, Tuning>(comm, a, in_place, send, e, recv, out_e, op, std::forward<Stream>(stream)...);
 }
 
 // recv[q * count + i] = rank q's send[rank * count + i]: block q of send goes to rank q.
@@ -336,7 +344,7 @@ void all_to_all(communicator<Tr>& comm, const T* send, T* recv, index_t count, S
   c.overlap(send, e, recv, e, false, 0, "");
   coll_args a;
   a.count = count;
-  detail::run_checked<kind::all_to_all, Algo, Tuning>(comm, a, send, e, recv, e, op::none{},
+  detail::run_checked<kind::all_to_all, Algo, Tuning>(comm, a, false, send, e, recv, e, op::none{},
                                                       std::forward<Stream>(stream)...);
 }
 
@@ -357,7 +365,7 @@ void gather(communicator<Tr>& comm, const T* send, T* recv, index_t count, int r
   coll_args a;
   a.count = count;
   a.root = root;
-  detail::run_checked<kind::gather, Algo, Tuning>(comm, a, send, in_e, recv, out_e, op::none{},
+  detail::run_checked<kind::gather, Algo, Tuning>(comm, a, in_place, send, in_e, recv, out_e, op::none{},
                                                   std::forward<Stream>(stream)...);
 }
 
@@ -378,7 +386,7 @@ void scatter(communicator<Tr>& comm, const T* send, T* recv, index_t count, int 
   coll_args a;
   a.count = count;
   a.root = root;
-  detail::run_checked<kind::scatter, Algo, Tuning>(comm, a, send, in_e, recv, out_e, op::none{},
+  detail::run_checked<kind::scatter, Algo, Tuning>(comm, a, in_place, send, in_e, recv, out_e, op::none{},
                                                    std::forward<Stream>(stream)...);
 }
 
@@ -405,7 +413,7 @@ void send_recv(communicator<Tr>& comm, const T* send, T* recv, index_t count, in
   a.count = count;
   a.send_peer = send_peer;
   a.recv_peer = recv_peer;
-  detail::run_checked<kind::send_recv, Algo, Tuning>(comm, a, send, in_e, recv, out_e, op::none{},
+  detail::run_checked<kind::send_recv, Algo, Tuning>(comm, a, false, send, in_e, recv, out_e, op::none{},
                                                      std::forward<Stream>(stream)...);
 }
 
@@ -479,7 +487,7 @@ void send(communicator<Tr>& comm, const T* buf, index_t count, int peer, Stream&
   coll_args a;
   a.count = count;
   a.send_peer = peer;
-  detail::run_checked<kind::send_recv, Algo, Tuning>(comm, a, buf, e, static_cast<T*>(nullptr), 0, op::none{},
+  detail::run_checked<kind::send_recv, Algo, Tuning>(comm, a, false, buf, e, static_cast<T*>(nullptr), 0, op::none{},
                                                      std::forward<Stream>(stream)...);
 }
 
@@ -496,7 +504,7 @@ void recv(communicator<Tr>& comm, T* buf, index_t count, int peer, Stream&&... s
   coll_args a;
   a.count = count;
   a.recv_peer = peer;
-  detail::run_checked<kind::send_recv, Algo, Tuning>(comm, a, static_cast<const T*>(nullptr), 0, buf, e, op::none{},
+  detail::run_checked<kind::send_recv, Algo, Tuning>(comm, a, false, static_cast<const T*>(nullptr), 0, buf, e, op::none{},
                                                      std::forward<Stream>(stream)...);
 }
 

@@ -16,6 +16,7 @@
 // order, so the channels cannot deadlock each other.
 #pragma once
 
+#include <collcomm/algo/automatic.hpp>
 #include <collcomm/config.hpp>
 #include <collcomm/error.hpp>
 #include <collcomm/fingerprint.hpp>
@@ -110,6 +111,19 @@ class communicator<transport::host_shm> {
   // throw errc::aborted within a wait slice, and every later call throws it. Never blocks.
   void abort(const std::string& reason = {}) const noexcept { w_->abort(rank_, reason); }
 
+  // What algo::automatic picks its arm by (algo/automatic.hpp).
+  world_facts facts() const noexcept {
+    world_facts f;
+    f.ranks = size();
+    f.hosts = topo_ ? topo_->view().nhosts : 1;
+    f.processes = w_->is_process();
+    f.channels = w_->opts().channels;
+    f.slot_bytes = w_->opts().slot_bytes;
+    f.window_bytes = w_->window_bytes();
+    f.window_sums = true;
+    return f;
+  }
+
   // The host executor honors the tuning's channels and slot bytes (at most the world's); protocol
   // and threads are the GPU kernel's. A collective call takes this rank's next call number once its
   // checks passed (a call refused here has not happened); the call's messages and exposed buffers
@@ -118,8 +132,8 @@ class communicator<transport::host_shm> {
   template <class K, class Algo, class Tuning, class T, class Op>
   void run(const coll_args& a, const T* in, index_t in_elems, T* out, index_t out_elems, const Op& op) const {
     w_->check_usable(K::name, rank_);
-    const int nc = Tuning::channels ? Tuning::channels : w_->opts().channels;
-    const std::size_t slot_bytes = Tuning::slot_bytes ? Tuning::slot_bytes : w_->opts().slot_bytes;
+    const int nc = tuned_channels<Tuning>(w_->opts().channels);
+    const std::size_t slot_bytes = tuned_slot_bytes<Tuning>(w_->opts().slot_bytes);
     if (nc > w_->opts().channels)
       detail::fail(errc::invalid_argument, K::name, rank_,
                    "tuning's channels = " + std::to_string(nc) +

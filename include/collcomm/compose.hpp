@@ -16,7 +16,16 @@ COLLCOMM_NAMESPACE_BEGIN
 namespace algo {
 template <class Intra, class Inter>
 struct hierarchical;  // algo/hierarchical.hpp
+template <class Table>
+struct automatic;  // algo/automatic.hpp
 }  // namespace algo
+
+// Whether A is algo::automatic<...>: an algorithm chosen per call from a table, whose arms are
+// checked as they are chosen (algo/automatic.hpp).
+template <class A>
+inline constexpr bool is_automatic = false;
+template <class Table>
+inline constexpr bool is_automatic<algo::automatic<Table>> = true;
 
 namespace detail {
 // Stands for any executor's primitives when asking "does this algorithm have a schedule for this
@@ -49,6 +58,17 @@ struct hierarchical_parts<algo::hierarchical<Intra, Inter>> {
 };
 }  // namespace detail
 
+// Whether an algorithm's schedules may run in place: an algorithm that cannot says
+// `static constexpr bool in_place_safe = false;` (one_shot: every rank reads every peer's input
+// while it writes its own output), and the API refuses in-place calls with it (algo::automatic passes it over for them).
+template <class Algo>
+inline constexpr bool supports_in_place = [] {
+  if constexpr (requires { Algo::in_place_safe; })
+    return static_cast<bool>(Algo::in_place_safe);
+  else
+    return true;
+}();
+
 // The algorithm axis: A has a schedule for kind K.
 template <class A, class K>
 concept algorithm_for = collective_kind<K> && requires(detail::archetype_primitives& p, const coll_args& a) {
@@ -72,7 +92,9 @@ constexpr void check_composition() {
   static_assert(collective_kind<K>, "collcomm kind axis: K is not a collective kind; use a tag from collcomm::kind.");
   static_assert(transport_tag<Tr>, "collcomm transport axis: not a transport tag; use one from collcomm::transport.");
   if constexpr (element<T> && collective_kind<K> && transport_tag<Tr>) {
-    if constexpr (detail::hierarchical_parts<A>::is) {
+    if constexpr (is_automatic<A>) {
+      // Each arm is a valid composition by construction (algo/automatic.hpp): only the op axis.
+    } else if constexpr (detail::hierarchical_parts<A>::is) {
       static_assert(
           detail::hierarchical_parts<A>::fifo,
           "collcomm algorithm axis: hierarchical<Intra, Inter> runs Intra and Inter on subgroups of ranks, "
@@ -84,7 +106,7 @@ constexpr void check_composition() {
                     "Inter reduce_scatter; all_gather needs Inter all_gather and Intra broadcast; broadcast needs "
                     "both broadcasts (hierarchical<ring, ring> serves all four).");
     }
-    static_assert(algorithm_for<A, K>,
+    static_assert(is_automatic<A> || algorithm_for<A, K>,
                   "collcomm algorithm axis: this algorithm has no schedule for this collective kind. "
                   "Pick one that has (ring serves all_reduce, reduce_scatter, all_gather, broadcast, reduce; "
                   "pairwise serves all_to_all; see the table in README.md).");

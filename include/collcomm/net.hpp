@@ -108,6 +108,7 @@ class communicator<transport::net<Backend>> {
     auto ep = make_endpoint(boot, opt, {});
     w_ = std::make_shared<world_type>(rank_, nranks_, opt, std::move(ep));
     topo_ = std::make_shared<const topology_table>(topology_table::from_host_ids(host_ids_));
+    set_facts(opt.channels, opt.slot_bytes, 0);
   }
   // GPU buffers: this process's rank of a new communicator of boot.size() ranks, its kernels on
   // GPU `device` (gpu_opts: channels, slots, slot_bytes, timeout of the GPU side), a proxy thread
@@ -135,6 +136,9 @@ class communicator<transport::net<Backend>> {
     return peer != rank_ && (near_.empty() || !near_[static_cast<std::size_t>(peer)]);
   }
   const topology_table& hosts() const noexcept { return *topo_; }
+  // What algo::automatic picks its arm by (algo/automatic.hpp): for GPU buffers the GPU side's
+  // channels and slots, set by the constructor in gpu/net_proxy.hpp.
+  world_facts facts() const noexcept { return facts_; }
 
   // Marks the communicator failed and tells the connected peers (see net_world.hpp). Never blocks.
   void abort(const std::string& reason = {}) const noexcept {
@@ -150,8 +154,8 @@ class communicator<transport::net<Backend>> {
                    "this communicator was made for GPU buffers (with a device): pass the stream the call is "
                    "ordered on as the last argument");
     w_->check_usable(K::name, rank_);
-    const int nc = Tuning::channels ? Tuning::channels : w_->opts().channels;
-    const std::size_t slot_bytes = Tuning::slot_bytes ? Tuning::slot_bytes : w_->opts().slot_bytes;
+    const int nc = tuned_channels<Tuning>(w_->opts().channels);
+    const std::size_t slot_bytes = tuned_slot_bytes<Tuning>(w_->opts().slot_bytes);
     if (nc > w_->opts().channels)
       detail::fail(errc::invalid_argument, K::name, rank_,
                    "tuning's channels = " + std::to_string(nc) +
@@ -212,6 +216,16 @@ class communicator<transport::net<Backend>> {
     return mine;
   }
 
+  void set_facts(int channels, std::size_t slot_bytes, int ranks_per_gpu) noexcept {
+    facts_.ranks = nranks_;
+    facts_.ranks_per_gpu = ranks_per_gpu;
+    facts_.gpus = ranks_per_gpu > 0 ? (nranks_ + ranks_per_gpu - 1) / ranks_per_gpu : 0;
+    facts_.hosts = topo_->view().nhosts;
+    facts_.processes = true;
+    facts_.channels = channels;
+    facts_.slot_bytes = slot_bytes;
+  }
+
   void apply_env(host::net_options& opt) const {
     if (const char* e = std::getenv("COLLCOMM_NET_SAME_HOST"); e != nullptr && *e != '\0') {
       const std::string v = e;
@@ -239,6 +253,7 @@ class communicator<transport::net<Backend>> {
   std::vector<std::array<unsigned char, 16>> gpus_;
   std::vector<char> near_;  // GPU buffers: (rank) of this rank's host group, reached through GPU memory
   std::shared_ptr<const topology_table> topo_;  // from host_ids_
+  world_facts facts_;
 };
 
 static_assert(communicator_like<communicator<transport::net<transport::socket>>>);

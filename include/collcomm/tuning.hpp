@@ -74,4 +74,26 @@ concept tuning_like = protocol_tag<typename Tu::protocol> && requires {
 template <tuning_like Tu>
 using kernel_tuning = tuning<typename Tu::protocol, 0, 0, Tu::threads>;
 
+// The channels and slot bytes a call with tuning Tu runs with on a world of `channels` and
+// `slot_bytes`: the tuning's, or the world's where it names none (0). A tuning that asks for more
+// than the world allocated is refused by the executor, except an arm of algo::automatic
+// (Tu::capped_to_world, algo/automatic.hpp), which runs with the world's.
+template <tuning_like Tu>
+inline constexpr bool capped_to_world = [] {
+  if constexpr (requires { Tu::capped_to_world; })
+    return static_cast<bool>(Tu::capped_to_world);
+  else
+    return false;
+}();
+template <tuning_like Tu>
+constexpr int tuned_channels(int world_channels) noexcept {
+  const int c = Tu::channels ? Tu::channels : world_channels;
+  return capped_to_world<Tu> && c > world_channels ? world_channels : c;
+}
+template <tuning_like Tu>
+constexpr std::size_t tuned_slot_bytes(std::size_t world_slot_bytes) noexcept {
+  const std::size_t b = Tu::slot_bytes ? Tu::slot_bytes : world_slot_bytes;
+  return capped_to_world<Tu> && b > world_slot_bytes ? world_slot_bytes : b;
+}
+
 COLLCOMM_NAMESPACE_END

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <barrier>
 #include <iterator>
+#include <set>
+#include <string>
 
 using namespace collcomm;
 using namespace collcomm_gpu_test;
@@ -38,7 +40,7 @@ void on_ranks(gpu::world& w, F f) {
 
 }  // namespace
 
-TEST_CASE("all_reduce through the API on streams: ring, tree, two_shot, in place") {
+TEST_CASE("all_reduce through the API on streams: automatic, tree, two_shot, in place") {
   const int n = 4;
   const index_t count = 50001;
   gpu::world w(n);
@@ -66,7 +68,7 @@ TEST_CASE("all_reduce through the API on streams: ring, tree, two_shot, in place
     cudaMemcpy(buf, x[r].data(), count * sizeof(float), cudaMemcpyHostToDevice);
     cudaMemset(out, 0xFF, count * sizeof(float));
     sync_point.arrive_and_wait();
-    all_reduce(comm, buf, out, count, op::sum{}, s);                  // ring, out of place
+    all_reduce(comm, buf, out, count, op::sum{}, s);                  // automatic, out of place
     all_reduce<algo::tree>(comm, out, out, count, op::sum{}, s);      // tree, in place: n * sum
     all_reduce<algo::two_shot>(comm, out, out, count, op::sum{}, s);  // two_shot, in place: n * n * sum
     cudaStreamSynchronize(s);
@@ -80,6 +82,85 @@ TEST_CASE("all_reduce through the API on streams: ring, tree, two_shot, in place
         break;
       }
     cudaFree(buf);
+    cudaFree(out);
+    cudaStreamDestroy(s);
+  });
+}
+
+// algo::automatic on the GPU: every arm of the nvlink table that one GPU reaches, and a user's
+// table that sends counts to ring/ll, tree/ll and ring with more channels and larger slots than
+// the world has (capped), each call's output poisoned first and every element checked; the arm
+// each call takes is the one chosen_arm names (the kernels all preloaded by one call).
+TEST_CASE("automatic: the nvlink table's arms and a user's table, out of place and in place") {
+  using user_table = rule_table<rule<kind::all_reduce, when{.max_bytes = 64}, algo::ring, tuning<protocol::ll, 1>>,
+                                rule<kind::all_reduce, when{.max_bytes = 4096}, algo::tree, tuning<protocol::ll>>,
+                                rule<kind::all_reduce, when{}, algo::ring, tuning<protocol::simple, 64, 1 << 22>>>;
+  const int n = 4;
+  const std::vector<index_t> counts = {1, 2, 16, 1000, 4096, 65537, 1 << 20};
+  gpu::world w(n);
+  std::mt19937_64 g(fresh_seed());
+  std::vector<std::vector<std::vector<float>>> x(counts.size(), std::vector<std::vector<float>>(n));
+  for (std::size_t c = 0; c < counts.size(); ++c)
+    for (auto& v : x[c]) {
+      v.resize(counts[c]);
+      for (auto& e : v) e = static_cast<float>(static_cast<int>(g() % 201) - 100);
+    }
+  on_ranks(w, [&](communicator<transport::nvlink>& comm, std::barrier<>& sync_point) {
+    const int r = comm.rank();
+    cudaStream_t s;
+    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    const index_t most = counts.back();
+    float *in = nullptr, *out = nullptr;
+    cudaMalloc(&in, most * sizeof(float));
+    cudaMalloc(&out, most * sizeof(float));
+    gpu::preload(comm, [&] {
+      all_reduce(comm, in, out, 0, op::sum{}, s);
+      all_reduce<algo::automatic<user_table>>(comm, in, out, 0, op::sum{}, s);
+    });
+    std::set<std::string> arms;
+    for (int table = 0; table < 2; ++table)
+      for (int place = 0; place < 2; ++place)
+        for (std::size_t c = 0; c < counts.size(); ++c) {
+          const index_t count = counts[c];
+          CAPTURE(table);
+          CAPTURE(place);
+          CAPTURE(count);
+          float* src = place ? out : in;
+          cudaMemset(out, 0xFF, most * sizeof(float));  // NaN
+          cudaMemcpy(src, x[c][r].data(), count * sizeof(float), cudaMemcpyHostToDevice);
+          cudaDeviceSynchronize();
+          sync_point.arrive_and_wait();
+          if (table == 0) {
+            all_reduce(comm, src, out, count, op::sum{}, s);
+            arms.insert(chosen_arm<kind::all_reduce, void, transport::nvlink, op::sum, float>(comm.facts(), count, place));
+          } else {
+            all_reduce<algo::automatic<user_table>>(comm, src, out, count, op::sum{}, s);
+            arms.insert(
+                chosen_arm<kind::all_reduce, user_table, transport::nvlink, op::sum, float>(comm.facts(), count, place));
+          }
+          cudaStreamSynchronize(s);
+          sync_point.arrive_and_wait();
+          comm.check();
+          std::vector<float> got(count);
+          cudaMemcpy(got.data(), out, count * sizeof(float), cudaMemcpyDeviceToHost);
+          for (index_t i = 0; i < count; ++i) {
+            float want = 0;
+            for (int q = 0; q < n; ++q) want += x[c][q][i];
+            if (got[i] != want) {
+              FAIL_CHECK("rank " << r << " element " << i << ": got " << got[i] << " expected " << want);
+              break;
+            }
+          }
+          sync_point.arrive_and_wait();
+        }
+    if (r == 0) {
+      std::string all;
+      for (const std::string& a : arms) all += a + "; ";
+      MESSAGE("arms taken: " << all);
+      // one_shot (two sizes), two_shot, ring/ll, tree/ll and the capped ring at least.
+      CHECK(arms.size() >= 6);
+    }
+    cudaFree(in);
     cudaFree(out);
     cudaStreamDestroy(s);
   });

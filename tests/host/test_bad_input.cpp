@@ -400,7 +400,7 @@ TEST_CASE("bad input: a single bad rank throws at once; the others time out with
   rank_buffers b;
   const auto o = run_each(w, [&](comm_t& c) {
     const int r = c.rank();
-    collcomm::all_reduce(c, b.send[r].data(), r == bad ? null_out : b.recv[r].data(), count);
+    collcomm::all_reduce<collcomm::algo::ring>(c, b.send[r].data(), r == bad ? null_out : b.recv[r].data(), count);
   });
   expect_invalid(o[bad], bad, "recv");
   CHECK(o[bad].ms < static_cast<double>(opt.timeout.count()));  // it did not wait

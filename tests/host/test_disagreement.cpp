@@ -7,6 +7,11 @@
 //   * the next call throws (invalid_argument only where the disagreeing call returned: this call
 //     is where it is found), and so does every later one (aborted), outputs untouched;
 //   * nothing runs into the timeout: the ranks that wait are woken.
+// The calls name algo::ring (all but the cases that set two algorithms against each other): the
+// cases' expectations — that nothing of a peer's lands in a throwing call's output, and which rank
+// names which — follow the ring's schedule, whose first read of every call is where a rank meets
+// the other call. recursive_doubling, for one, may have combined an agreeing peer's data before it
+// meets a disagreeing one. algo::automatic's arms against a named algorithm have their own case.
 // Outputs are poisoned before every call; inputs are random integers (exact in float), fresh each
 // run. Point-to-point calls do not count as collective calls, and a p2p message is never taken for
 // a collective's.
@@ -123,12 +128,12 @@ void check(const disagreement& d) {
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<float> one(8, static_cast<float>(r + 1));
     warm[r] = attempt([&] {
-      cc::all_reduce(comm, one.data(), one.data(), one.size());
+      cc::all_reduce<cc::algo::ring>(comm, one.data(), one.data(), one.size());
       if (one[0] != static_cast<float>(n * (n + 1) / 2)) throw cc::error(errc::internal, r, "warm-up: wrong sum");
     });
     bad[r] = attempt([&] { d.call(comm, in[r].data(), out[r].data()); });
     for (int k = 0; k < later_calls; ++k)
-      later[r][k] = attempt([&] { cc::all_reduce(comm, later_in[r][k].data(), later_out[r][k].data(), later_count); });
+      later[r][k] = attempt([&] { cc::all_reduce<cc::algo::ring>(comm, later_in[r][k].data(), later_out[r][k].data(), later_count); });
     ms[r] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   });
 
@@ -205,7 +210,7 @@ TEST_CASE("disagreement: broadcast with different roots") {
     const index_t count = 1000;
     check({2,
            count,
-           [](comm_t& c, const float* in, float* out) { cc::broadcast(c, in, out, count, c.rank()); },
+           [](comm_t& c, const float* in, float* out) { cc::broadcast<cc::algo::ring>(c, in, out, count, c.rank()); },
            [](int r, const auto& in) { return copied(in[r], count, count); },
            {"broadcast<ring> root"}});
   }
@@ -214,7 +219,7 @@ TEST_CASE("disagreement: broadcast with different roots") {
     auto root_of = [](int r) { return r == 3 ? 2 : 0; };
     check({4,
            count,
-           [=](comm_t& c, const float* in, float* out) { cc::broadcast(c, in, out, count, root_of(c.rank())); },
+           [=](comm_t& c, const float* in, float* out) { cc::broadcast<cc::algo::ring>(c, in, out, count, root_of(c.rank())); },
            [=](int r, const auto& in) { return copied(in[root_of(r)], count, count); },
            {"broadcast<ring> root 0, 3000 x f32", "broadcast<ring> root 2, 3000 x f32"}});
   }
@@ -257,15 +262,32 @@ TEST_CASE("disagreement: ring against tree all_reduce") {
   }
 }
 
+// algo::automatic runs its arm under the arm's own name: a rank whose table picks tree meets a
+// rank that named ring as it would with tree named, and the error names both algorithms.
+TEST_CASE("disagreement: automatic's arm against a named algorithm") {
+  using tree_table = cc::rule_table<cc::rule<cc::kind::all_reduce, cc::when{}, cc::algo::tree>>;
+  const index_t count = 777;
+  check({3,
+         count,
+         [](comm_t& c, const float* in, float* out) {
+           if (c.rank() == 0)
+             cc::all_reduce<cc::algo::ring>(c, in, out, count);
+           else
+             cc::all_reduce<cc::algo::automatic<tree_table>>(c, in, out, count);
+         },
+         [](int, const auto& in) { return reduced(in, count, count, false); },
+         {"all_reduce<ring>", "all_reduce<tree>"}});
+}
+
 TEST_CASE("disagreement: all_reduce against broadcast") {
   const index_t count = 500;
   check({3,
          count,
          [](comm_t& c, const float* in, float* out) {
            if (c.rank() == 1)
-             cc::broadcast(c, in, out, count, 1);
+             cc::broadcast<cc::algo::ring>(c, in, out, count, 1);
            else
-             cc::all_reduce(c, in, out, count);
+             cc::all_reduce<cc::algo::ring>(c, in, out, count);
          },
          [](int r, const auto& in) { return r == 1 ? copied(in[1], count, count) : reduced(in, count, count, false); },
          {"broadcast<ring> root 1", "all_reduce<ring>"}});
@@ -276,9 +298,9 @@ TEST_CASE("disagreement: sum against max") {
   auto max_rank = [](int r) { return r == 2; };
   auto call = [=](comm_t& c, const float* in, float* out) {
     if (max_rank(c.rank()))
-      cc::all_reduce(c, in, out, count, cc::op::max{});
+      cc::all_reduce<cc::algo::ring>(c, in, out, count, cc::op::max{});
     else
-      cc::all_reduce(c, in, out, count, cc::op::sum{});
+      cc::all_reduce<cc::algo::ring>(c, in, out, count, cc::op::sum{});
   };
   auto view = [=](int r, const auto& in) { return reduced(in, count, count, max_rank(r)); };
   SUBCASE("ring") { check({4, count, call, view, {"op sum", "op max"}}); }
@@ -302,7 +324,7 @@ TEST_CASE("disagreement: different counts") {
     auto count_of = [](int r) { return r == 1 ? index_t{1025} : index_t{1024}; };
     check({4,
            elems,
-           [=](comm_t& c, const float* in, float* out) { cc::all_reduce(c, in, out, count_of(c.rank())); },
+           [=](comm_t& c, const float* in, float* out) { cc::all_reduce<cc::algo::ring>(c, in, out, count_of(c.rank())); },
            [=](int r, const auto& in) { return reduced(in, count_of(r), elems, false); },
            {"1024 x f32", "1025 x f32"}});
   }
@@ -311,7 +333,7 @@ TEST_CASE("disagreement: different counts") {
     auto count_of = [](int r) { return r == 2 ? index_t{2048} : index_t{4096}; };
     check({3,
            elems,
-           [=](comm_t& c, const float* in, float* out) { cc::broadcast(c, in, out, count_of(c.rank()), 0); },
+           [=](comm_t& c, const float* in, float* out) { cc::broadcast<cc::algo::ring>(c, in, out, count_of(c.rank()), 0); },
            [=](int r, const auto& in) { return copied(in[0], count_of(r), elems); },
            {"2048 x f32", "4096 x f32"}});
   }
@@ -379,7 +401,7 @@ TEST_CASE("disagreement: a send against a collective") {
            if (c.rank() == 0)
              cc::send(c, in, count, 1);
            else
-             cc::all_reduce(c, in, out, count);
+             cc::all_reduce<cc::algo::ring>(c, in, out, count);
          },
          [](int, const auto&) { return std::vector<float>(count, poison); },
          {"send_recv<p2p>", "all_reduce<ring>"}});
@@ -404,13 +426,13 @@ TEST_CASE("disagreement: point-to-point calls between some ranks are not collect
       for (int k = 0; k < 3; ++k) {
         if (r == 0) cc::send(c, in[r].data(), count, 1);
         if (r == 1) cc::recv(c, got[r].data(), count, 0);
-        cc::all_reduce(c, in[r].data(), out[r].data(), count);
+        cc::all_reduce<cc::algo::ring>(c, in[r].data(), out[r].data(), count);
         if (r < 2)
           cc::group([&] {
             cc::send(c, in[r].data(), count, 1 - r);
             cc::recv(c, got[r].data(), count, 1 - r);
           });
-        cc::broadcast(c, in[r].data(), out[r].data(), count, k % n);
+        cc::broadcast<cc::algo::ring>(c, in[r].data(), out[r].data(), count, k % n);
       }
     });
   });

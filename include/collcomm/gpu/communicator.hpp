@@ -42,6 +42,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 COLLCOMM_NAMESPACE_BEGIN
 
@@ -89,6 +90,31 @@ class communicator<Tr> {
   int device() const { return w_->device_of(rank_); }
   gpu::world& gpu_world() const noexcept { return *w_; }
 
+  // What algo::automatic picks its arm by (algo/automatic.hpp). Ranks per GPU: a world of threads
+  // takes its fullest GPU's (every rank the same); a world of processes this rank's GPU's (ranks
+  // of GPUs that hold different numbers may then pick different arms: the call's fingerprint says so).
+  world_facts facts() const {
+    world_facts f;
+    f.ranks = size();
+    if (w_->is_process()) {
+      f.ranks_per_gpu = w_->process().ranks_on_gpu;
+      f.gpus = (size() + f.ranks_per_gpu - 1) / f.ranks_per_gpu;  // exact where every GPU holds as many
+      f.processes = true;
+      f.window_bytes = w_->process().window_bytes;
+    } else {
+      std::vector<int> devices;
+      for (int r = 0; r < size(); ++r) {
+        f.ranks_per_gpu = std::max(f.ranks_per_gpu, w_->ranks_on_device(w_->device_of(r)));
+        if (std::find(devices.begin(), devices.end(), w_->device_of(r)) == devices.end())
+          devices.push_back(w_->device_of(r));
+      }
+      f.gpus = static_cast<int>(devices.size());
+    }
+    f.channels = w_->opts().channels;
+    f.slot_bytes = w_->opts().slot_bytes;
+    return f;
+  }
+
   // Throws the stall this rank's kernels recorded, if any (call after the stream synchronized).
   void check() const { gpu::check_stall(*w_, rank_); }
 
@@ -108,6 +134,9 @@ class communicator<Tr> {
   // Ends the communicator for every rank (gpu::world::abort): running kernels of a world of
   // processes return, later calls throw errc::aborted. Never blocks.
   void abort(const std::string& reason = {}) const noexcept { w_->abort(rank_, reason); }
+
+  // Inside gpu::preload: calls load their kernels and launch nothing (algo::automatic loads every arm).
+  bool preloading() const noexcept { return preloading_; }
 
   template <class K, class Algo, class Tuning, class T, class Op>
   void run(coll_args a, const T* in, index_t in_elems, T* out, index_t out_elems, const Op& op,
@@ -210,7 +239,8 @@ namespace gpu {
 
 // Loads, on comm's GPU, the kernels of the collective calls that `call` makes on comm, and
 // launches nothing: call runs once, with comm's calls checking their arguments as usual and
-// loading their kernels instead of launching them.
+// loading their kernels instead of launching them; a call of algo::automatic (the default
+// algorithm) loads the kernel of every arm its kind may take, whatever its count.
 //   gpu::preload(comm, [&] { collcomm::all_reduce<algo::tree>(comm, send, recv, count, op::max{}, stream); });
 // Why: with CUDA's lazy loading (the default), the first launch of a kernel may wait for every
 // kernel running on the device, and a peer rank's kernel spins until this rank's kernel runs — a

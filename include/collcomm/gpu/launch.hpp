@@ -50,8 +50,8 @@ struct launch_shape {
 template <class Tuning>
 launch_shape shape_of(const world& w, const char* what, int rank) {
   using protocol_t = typename Tuning::protocol;
-  const launch_shape s{Tuning::channels ? Tuning::channels : w.opts().channels,
-                       static_cast<std::uint32_t>(Tuning::slot_bytes ? Tuning::slot_bytes : w.opts().slot_bytes)};
+  const launch_shape s{tuned_channels<Tuning>(w.opts().channels),
+                       static_cast<std::uint32_t>(tuned_slot_bytes<Tuning>(w.opts().slot_bytes))};
   if (s.channels > w.opts().channels)
     detail::fail(errc::invalid_argument, what, rank,
                  "tuning's channels = " + std::to_string(s.channels) +

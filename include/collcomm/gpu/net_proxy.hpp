@@ -585,6 +585,8 @@ communicator<transport::net<Backend>>::communicator(B& boot, int device, gpu::op
   g_ = std::make_shared<gpu::net_part<Backend>>(std::move(w), rank_, std::move(ep), opt.socket.streams);
   topo_ = std::make_shared<const topology_table>(topology_table::from_host_ids(host_ids_));
   g_->set_topology(*topo_);
+  set_facts(g_->gpu_world().opts().channels, g_->gpu_world().opts().slot_bytes,
+            g_->gpu_world().process().ranks_on_gpu);
   check_ = &gpu::net_part<Backend>::check_of;
   abort_ = &gpu::net_part<Backend>::abort_of;
 }

@@ -17,11 +17,15 @@ struct options : common_options {
   options() {
     // Channels each collective is split over. Every channel has its own connections and barrier;
     // on the host a rank runs its channels one after the other, so more channels exercise the
-    // schedules' channel split rather than add parallelism. In [1, 64].
-    channels = 2;
+    // schedules' channel split rather than add parallelism (each costs a message and a wait per
+    // step: bench/RESULTS.md, "Host executor beside Open MPI"). In [1, 64].
+    channels = 1;
     // Bytes of one connection slot: the largest FIFO message. slot_elems() of element T is
-    // slot_bytes / sizeof(T), rounded down to align_elems() = max(1, 16 / sizeof(T)).
-    slot_bytes = 4096;
+    // slot_bytes / sizeof(T), rounded down to align_elems() = max(1, 16 / sizeof(T)). 64 KiB
+    // messages run the ring 1.4-2.4x faster than 4 KiB ones from 128 KiB (same section). A world
+    // of threads touches a slot's pages only when a message uses it; a world of processes holds
+    // nranks^2 x channels x slots x slot_bytes in /dev/shm (8 ranks: 32 MiB).
+    slot_bytes = std::size_t{64} << 10;
     slots = 8;
     // A wait that runs out throws collcomm::error(errc::timeout) naming the waiting rank, the
     // peer, the channel and what was awaited.

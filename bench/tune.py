@@ -1,0 +1,336 @@
+#!/usr/bin/env python3
+"""bench/tune.py — writes algo::automatic's table for a transport from a sweep of the named arms.
+
+For each rank count and kind it times every candidate arm (an algorithm with its protocol,
+channels and slot bytes) at every size with the bench, picks the fastest arm per size, merges
+neighbouring sizes into rules, and writes include/collcomm/tables/<transport>.hpp. With --verify it
+then times algo::automatic (the table compiled in: rebuild the bench first) beside the best named
+arm at every size and writes verify.md (the target: automatic within 10 % of the best).
+
+  GPU (nvlink, ranks as threads on one GPU):
+    python3 bench/tune.py gpu --bench build/bench/collcomm_bench --ranks 2,4,8 --out OUT
+  host executor (host_shm, processes started by mpirun, beside MPI_Allreduce):
+    python3 bench/tune.py host --bench build-net/bench/net/host_vs_mpi --ranks 2,4 --out OUT
+  then, after rebuilding the bench with the new table:
+    python3 bench/tune.py gpu ... --out OUT --verify
+
+OUT keeps every raw log (raw/*.jsonl or raw/*.txt), sweep.json (every arm's median per size) and
+the table's source line. --arms-only K limits the kinds; --max-bytes the sizes; --dry-run prints
+the commands; --rounds R sweeps every arm R times, in turn, and takes the median. An arm whose time is within --keep (default 3 %) of the arm chosen for the size
+below keeps that arm: fewer rules, fewer kernels, and no flapping on noise.
+"""
+import argparse
+import datetime
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import textwrap
+
+KINDS = ["all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce"]
+
+# Candidate arms: (algorithm, protocol, channels, slot bytes); 0 = the world's.
+GPU_ARMS = {
+    "all_reduce": [("one_shot", "simple", 1, 0), ("one_shot", "simple", 0, 0), ("two_shot", "simple", 0, 0),
+                   ("ring", "ll", 1, 0), ("ring", "ll", 0, 0), ("tree", "ll", 4, 0), ("tree", "simple", 0, 1 << 20),
+                   ("ring", "simple", 0, 1 << 20), ("recursive_doubling", "ll", 1, 0)],
+    "reduce_scatter": [("direct", "simple", 0, 0), ("ring", "ll", 1, 0), ("ring", "ll", 0, 0),
+                       ("ring", "simple", 0, 1 << 20)],
+    "all_gather": [("direct", "simple", 0, 0), ("recursive_doubling", "ll", 1, 0), ("ring", "ll", 1, 0),
+                   ("ring", "ll", 0, 0), ("ring", "simple", 0, 1 << 20)],
+    "broadcast": [("tree", "ll", 1, 0), ("tree", "ll", 0, 0), ("ring", "ll", 0, 0), ("tree", "simple", 0, 1 << 20),
+                  ("ring", "simple", 0, 1 << 20)],
+    "reduce": [("tree", "ll", 1, 0), ("tree", "ll", 0, 0), ("ring", "ll", 0, 0), ("tree", "simple", 0, 1 << 20),
+               ("ring", "simple", 0, 1 << 20)],
+}
+HOST_ARMS = {
+    "all_reduce": [("ring", "simple", 1, 65536), ("ring", "simple", 1, 4096), ("ring", "simple", 2, 65536),
+                   ("tree", "simple", 1, 65536), ("recursive_doubling", "simple", 1, 65536),
+                   ("one_shot", "simple", 1, 65536), ("two_shot", "simple", 1, 65536)],
+}
+HEADERS = {"gpu": "include/collcomm/tables/nvlink.hpp", "host": "include/collcomm/tables/host_shm.hpp"}
+ALGO_HEADERS = {"ring": "ring", "tree": "tree", "recursive_doubling": "recursive_doubling", "one_shot": "one_shot",
+                "two_shot": "two_shot", "direct": "direct"}
+ELEM = {"f32": 4, "bf16": 2}
+TIMEOUT_S = 300  # one bench run (--timeout)
+
+
+def arm_name(a):
+    algo, proto, ch, sb = a
+    return f"{algo}/{proto}/c{ch}/s{sb}"
+
+
+def parse_arm(name):
+    algo, proto, ch, sb = name.split("/")
+    return (algo, proto, int(ch[1:]), int(sb[1:]))
+
+
+def run(cmd, dry, log):
+    print("$ " + " ".join(shlex.quote(c) for c in cmd), flush=True)
+    if dry:
+        return ""
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=TIMEOUT_S)
+        text, rc = p.stdout, p.returncode
+    except subprocess.TimeoutExpired as e:
+        text, rc = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or ""), "timeout"
+    with open(log, "w") as f:
+        f.write(text)
+    if rc != 0:
+        print(f"  exit {rc}; log {log}", flush=True)
+    return text
+
+
+def gpu_sweep(args, kind, ranks, arm, log):
+    """{table bytes (count x element): median µs} of one arm, out of place."""
+    algo, proto, ch, sb = arm
+    cmd = [args.bench, "-k", kind, "-a", algo, "-t", args.type, "-r", str(ranks), "-b", "8", "-e", args.max_bytes,
+           "-f", str(args.factor), "-n", str(args.iters), "-w", "5", "-R", str(args.reps), "-c", "1",
+           "-C", str(ch), "-s", str(sb), "--check-max", args.check_max, "--no-in-place", "--json"]
+    if algo != "automatic":
+        cmd += ["-p", proto]
+    if args.graph:
+        cmd.append("-G")
+    out = run(cmd, args.dry_run, log)
+    res = {}
+    for line in out.splitlines():
+        if not line.startswith("{"):
+            continue
+        j = json.loads(line)
+        if j.get("wrong", 0) > 0:
+            print(f"  WRONG results: {line}", flush=True)
+            continue
+        res[j["count"] * ELEM[args.type]] = (j["time_us"], j.get("arm", ""))
+    return res
+
+
+def host_sweep(args, kind, ranks, arm, log):
+    algo, proto, ch, sb = arm
+    cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", str(ranks), args.bench, "--algo", algo,
+           "--max-bytes", args.max_bytes, "--step", str(args.factor)]
+    if algo != "automatic":
+        cmd += ["--channels", str(ch), "--slot-bytes", str(sb)]
+    out = run(cmd, args.dry_run, log)
+    res, arm_text = {}, ""
+    for line in out.splitlines():
+        m = re.match(r"# from \d+ B: (.*)", line)
+        if m:
+            arm_text = m.group(1)
+        f = line.split()
+        if len(f) >= 9 and f[0].isdigit():
+            size, count, mpi, cc, wrong = int(f[0]), int(f[1]), float(f[3]), float(f[5]), int(f[8])
+            if wrong == 0:
+                res[count * 4] = (cc, arm_text, mpi)
+    return res
+
+
+def choose(per_arm, keep):
+    """[(bytes, arm)] per size: the fastest, unless the arm chosen below is within `keep`."""
+    sizes = sorted({b for r in per_arm.values() for b in r})
+    picks, prev = [], None
+    for b in sizes:
+        times = {a: r[b][0] for a, r in per_arm.items() if b in r}
+        best = min(times, key=times.get)
+        if prev in times and times[prev] <= times[best] * (1 + keep):
+            best = prev
+        picks.append((b, best))
+        prev = best
+    return picks
+
+
+def rules_for(picks):
+    """[(max_bytes or None, arm)]: runs of one arm; the last open-ended."""
+    out = []
+    for i, (b, a) in enumerate(picks):
+        if out and out[-1][1] == a:
+            out[-1] = (b, a)
+        else:
+            out.append((b, a))
+    if out:
+        out[-1] = (None, out[-1][1])
+    return out
+
+
+def cpp_rule(kind, cond, arm):
+    algo, proto, ch, sb = arm
+    tun = f"tuning<protocol::{proto}" + (f", {ch}" if ch or sb else "") + (f", {sb}" if sb else "") + ">"
+    return f"    rule<kind::{kind}, when{{{cond}}}, algo::{algo}, {tun}>"
+
+
+def write_header(args, mode, chosen, source):
+    path = args.header or HEADERS[mode]
+    name = "nvlink" if mode == "gpu" else "host_shm"
+    lines, algos = [], set()
+    ranks = sorted(chosen)
+    for i, r in enumerate(ranks):
+        lo = ranks[i - 1] + 1 if i else 1
+        hi = r if i + 1 < len(ranks) else None
+        for kind in KINDS:
+            for max_b, arm in chosen[r].get(kind, []):
+                if arm[0] == "ring" and arm[1] == "simple" and arm[2] == 0 and arm[3] == 0 and max_b is None:
+                    continue  # the classic algorithm with the world's options: what no rule gives
+                cond = []
+                if max_b is not None:
+                    cond.append(f".max_bytes = {max_b}")
+                if lo > 1:
+                    cond.append(f".min_ranks = {lo}")
+                if hi is not None:
+                    cond.append(f".max_ranks = {hi}")
+                if mode == "gpu":
+                    cond.append(".max_gpus = 1")
+                lines.append(cpp_rule(kind, ", ".join(cond), arm))
+                algos.add(arm[0])
+    source = "\n".join(textwrap.wrap("Source: " + source, 97, initial_indent="// ", subsequent_indent="// "))
+    includes = "".join(f"#include <collcomm/algo/{ALGO_HEADERS[a]}.hpp>\n" for a in sorted(algos))
+    what = ("the GPU executor over transport::nvlink" if mode == "gpu" else
+            "the host executor (transport::host_shm)")
+    body = ",\n".join(lines)
+    text = f"""// collcomm/tables/{name}.hpp — algo::automatic's table for {what}.
+// Written by bench/tune.py; rewrite it by re-running the script (bench/tune.py --help).
+{source}
+#pragma once
+
+#include <collcomm/algo/automatic.hpp>
+{includes}#include <collcomm/config.hpp>
+#include <collcomm/kinds.hpp>
+#include <collcomm/tuning.hpp>
+
+COLLCOMM_NAMESPACE_BEGIN
+namespace tables {{
+
+using {name} = rule_table<
+{body}>;
+
+}}  // namespace tables
+COLLCOMM_NAMESPACE_END
+"""
+    text = text.replace("rule_table<\n>", "rule_table<>")
+    with open(path, "w") as f:
+        f.write(text)
+    print(f"wrote {path} ({len(lines)} rules)")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("mode", choices=["gpu", "host"])
+    ap.add_argument("--bench", required=True)
+    ap.add_argument("--ranks", default="2,4,8")
+    ap.add_argument("--kinds", default=None, help="comma-separated; default: every kind the mode has arms for")
+    ap.add_argument("--type", default="f32")
+    ap.add_argument("--max-bytes", default="1G")
+    ap.add_argument("--factor", type=int, default=4)
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--graph", action="store_true", help="GPU: time calls replayed from a CUDA graph")
+    ap.add_argument("--keep", type=float, default=0.03)
+    ap.add_argument("--rounds", type=int, default=1, help="sweeps of every arm; the median per size is taken")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--header", default=None)
+    ap.add_argument("--verify", action="store_true")
+    ap.add_argument("--reuse", action="store_true", help="choose again from OUT/sweep.json (e.g. another --keep)")
+    ap.add_argument("--dry-run", action="store_true")
+    ap.add_argument("--timeout", type=int, default=300, help="seconds one bench run may take")
+    ap.add_argument("--check-max", default="64K", help="GPU: check outputs up to this size (the reference is slow)")
+    args = ap.parse_args()
+    global TIMEOUT_S
+    TIMEOUT_S = args.timeout
+    arms = GPU_ARMS if args.mode == "gpu" else HOST_ARMS
+    kinds = args.kinds.split(",") if args.kinds else list(arms)
+    ranks = [int(r) for r in args.ranks.split(",")]
+    os.makedirs(os.path.join(args.out, "raw"), exist_ok=True)
+    sweep = gpu_sweep if args.mode == "gpu" else host_sweep
+    sweep_path = os.path.join(args.out, "sweep.json")
+
+    if args.verify:
+        data = json.load(open(sweep_path))
+        host = args.mode == "host"
+        rows = ["| kind | ranks | bytes | automatic (µs) | its arm | best named (µs) | best arm | automatic / best |"
+                + (" MPI (µs) | MPI / automatic |" if host else ""),
+                "|---|---:|---:|---:|---|---:|---|---:|" + ("---:|---:|" if host else "")]
+        worst = 0.0
+        for r in ranks:
+            for kind in kinds:
+                named = data.get(str(r), {}).get(kind)
+                if not named:
+                    continue
+                runs = {}
+                for k in range(args.rounds):
+                    for b, v in sweep(args, kind, r, ("automatic", "simple", 0, 1 << 20 if args.mode == "gpu" else 65536),
+                                      os.path.join(args.out, "raw", f"verify_{kind}_r{r}_round{k}.log")).items():
+                        runs.setdefault(b, []).append(v)
+                auto = {b: sorted(vs)[len(vs) // 2] for b, vs in runs.items()}
+                for b in sorted(auto):
+                    cands = {a: v[str(b)][0] for a, v in named.items() if str(b) in v}
+                    if not cands:
+                        continue
+                    best = min(cands, key=cands.get)
+                    ratio = auto[b][0] / cands[best]
+                    worst = max(worst, ratio)
+                    arm = auto[b][1]
+                    rows.append(f"| {kind} | {r} | {b} | {auto[b][0]:.2f} | {arm} | {cands[best]:.2f} | {best} "
+                                f"| {ratio:.2f}{' **missed**' if ratio > 1.10 else ''} |"
+                                + (f" {auto[b][2]:.2f} | {auto[b][2] / auto[b][0]:.2f} |" if host else ""))
+        with open(os.path.join(args.out, "verify.md"), "w") as f:
+            f.write("\n".join(rows) + f"\n\nworst automatic / best: {worst:.2f} (target <= 1.10)\n")
+        print(f"wrote {args.out}/verify.md; worst automatic / best {worst:.2f}")
+        return
+
+    data, chosen = {}, {}
+    if args.reuse:  # choose again from the last sweep (another --keep), without running anything
+        old = json.load(open(sweep_path))
+        for r in ranks:
+            for kind in kinds:
+                named = old.get(str(r), {}).get(kind)
+                if not named:
+                    continue
+                per_arm = {parse_arm(a): {int(b): tuple(v) for b, v in res.items()} for a, res in named.items()}
+                data.setdefault(str(r), {})[kind] = named
+                picks = choose(per_arm, args.keep)
+                chosen.setdefault(r, {})[kind] = rules_for(picks)
+                for b, a in picks:
+                    print(f"  {kind} ranks {r} {b:>11} B: {arm_name(a)}")
+    for r in ([] if args.reuse else ranks):
+        for kind in kinds:
+            # Rounds go over every arm in turn, so that a slow spell of the machine hits them alike;
+            # an arm's time at a size is its median over the rounds.
+            rounds = {}
+            for k in range(args.rounds):
+                for arm in arms[kind]:
+                    log = os.path.join(args.out, "raw", f"{kind}_r{r}_{arm_name(arm).replace('/', '_')}_round{k}.log")
+                    for b, v in sweep(args, kind, r, arm, log).items():
+                        rounds.setdefault(arm, {}).setdefault(b, []).append(v)
+            per_arm = {arm: {b: sorted(vs)[len(vs) // 2] for b, vs in res.items() if len(vs) == args.rounds}
+                       for arm, res in rounds.items()}
+            per_arm = {a: res for a, res in per_arm.items() if res}
+            if not per_arm:
+                continue
+            data.setdefault(str(r), {})[kind] = {arm_name(a): {str(b): v for b, v in res.items()}
+                                                 for a, res in per_arm.items()}
+            picks = choose(per_arm, args.keep)
+            chosen.setdefault(r, {})[kind] = rules_for(picks)
+            for b, a in picks:
+                print(f"  {kind} ranks {r} {b:>11} B: {arm_name(a)}")
+    if args.dry_run:
+        return
+    if args.reuse:
+        meta = old.get("_meta", {})
+    else:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], stdout=subprocess.PIPE, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], stdout=subprocess.PIPE,
+                               text=True).stdout.strip()
+        meta = {"commit": commit + (" with uncommitted changes" if dirty else ""), "date": str(datetime.date.today()),
+                "rounds": args.rounds, "max_bytes": args.max_bytes, "graph": args.graph}
+        data["_meta"] = meta
+        with open(sweep_path, "w") as f:
+            json.dump(data, f, indent=1)
+    source = (f"{args.mode} sweep of {', '.join(kinds)} at {args.ranks} ranks, {args.type}, to {meta.get('max_bytes')}"
+              f"{' from a CUDA graph' if meta.get('graph') else ''}, median of {meta.get('rounds')} round(s), "
+              f"an arm kept while within {args.keep:.0%} of the fastest; "
+              f"{meta.get('date')}, commit {meta.get('commit')}; logs in {args.out}")
+    write_header(args, args.mode, chosen, source)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

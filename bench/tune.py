@@ -4,8 +4,9 @@
 For each rank count and kind it times every candidate arm (an algorithm with its protocol,
 channels and slot bytes) at every size with the bench, picks the fastest arm per size, merges
 neighbouring sizes into rules, and writes include/collcomm/tables/<transport>.hpp. With --verify it
-then times algo::automatic (the table compiled in: rebuild the bench first) beside the best named
-arm at every size and writes verify.md (the target: automatic within 10 % of the best).
+then times algo::automatic (the table compiled in: rebuild the bench first) and the named arms that
+won a size in the sweep, in turn in each of --rounds rounds, and writes verify.md: automatic against
+the best of them at every size (the target: within 10 %).
 
   GPU (nvlink, ranks as threads on one GPU):
     python3 bench/tune.py gpu --bench build/bench/collcomm_bench --ranks 2,4,8 --out OUT
@@ -255,12 +256,21 @@ def main():
                 named = data.get(str(r), {}).get(kind)
                 if not named:
                     continue
+                # automatic and the named arms that were fastest somewhere in the sweep, in turn in
+                # each round (the machine's state then weighs on them alike), medians per size.
+                best_named = sorted({min(((v[str(b)][0], a) for a, v in named.items() if str(b) in v))[1]
+                                     for b in {int(x) for v in named.values() for x in v}})
+                auto_arm = ("automatic", "simple", 0, 1 << 20 if args.mode == "gpu" else 65536)
                 runs = {}
                 for k in range(args.rounds):
-                    for b, v in sweep(args, kind, r, ("automatic", "simple", 0, 1 << 20 if args.mode == "gpu" else 65536),
-                                      os.path.join(args.out, "raw", f"verify_{kind}_r{r}_round{k}.log")).items():
-                        runs.setdefault(b, []).append(v)
-                auto = {b: sorted(vs)[len(vs) // 2] for b, vs in runs.items()}
+                    for arm in [auto_arm] + [parse_arm(a) for a in best_named]:
+                        log = os.path.join(args.out, "raw", f"verify_{kind}_r{r}_{arm_name(arm).replace('/', '_')}"
+                                                            f"_round{k}.log")
+                        for b, v in sweep(args, kind, r, arm, log).items():
+                            runs.setdefault(arm_name(arm), {}).setdefault(b, []).append(v)
+                med = {a: {b: sorted(vs)[len(vs) // 2] for b, vs in res.items()} for a, res in runs.items()}
+                auto = med.pop(arm_name(auto_arm), {})
+                named = {a: {str(b): v for b, v in res.items()} for a, res in med.items()}
                 for b in sorted(auto):
                     cands = {a: v[str(b)][0] for a, v in named.items() if str(b) in v}
                     if not cands:

@@ -56,6 +56,7 @@ ALGO_HEADERS = {"ring": "ring", "tree": "tree", "recursive_doubling": "recursive
                 "two_shot": "two_shot", "direct": "direct"}
 ELEM = {"f32": 4, "bf16": 2}
 TIMEOUT_S = 300  # one bench run (--timeout)
+REUSE = False  # --reuse
 
 
 def arm_name(a):
@@ -69,6 +70,9 @@ def parse_arm(name):
 
 
 def run(cmd, dry, log):
+    if REUSE and os.path.exists(log):  # --reuse: the log of an earlier run
+        with open(log) as f:
+            return f.read()
     print("$ " + " ".join(shlex.quote(c) for c in cmd), flush=True)
     if dry:
         return ""
@@ -103,7 +107,7 @@ def gpu_sweep(args, kind, ranks, arm, log):
         if j.get("wrong", 0) > 0:
             print(f"  WRONG results: {line}", flush=True)
             continue
-        res[j["count"] * ELEM[args.type]] = (j["time_us"], j.get("arm", ""))
+        res[j["count"] * ELEM[args.type]] = (j["time_us"], j.get("arm", ""), None, j.get("copy_bw"))
     return res
 
 
@@ -230,13 +234,15 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--header", default=None)
     ap.add_argument("--verify", action="store_true")
-    ap.add_argument("--reuse", action="store_true", help="choose again from OUT/sweep.json (e.g. another --keep)")
+    ap.add_argument("--reuse", action="store_true",
+                    help="choose again from OUT/sweep.json (e.g. another --keep); with --verify, read OUT/raw's logs")
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--timeout", type=int, default=300, help="seconds one bench run may take")
     ap.add_argument("--check-max", default="64K", help="GPU: check outputs up to this size (the reference is slow)")
     args = ap.parse_args()
-    global TIMEOUT_S
+    global TIMEOUT_S, REUSE
     TIMEOUT_S = args.timeout
+    REUSE = args.reuse
     arms = GPU_ARMS if args.mode == "gpu" else HOST_ARMS
     kinds = args.kinds.split(",") if args.kinds else list(arms)
     ranks = [int(r) for r in args.ranks.split(",")]
@@ -251,6 +257,7 @@ def main():
                 + (" MPI (µs) | MPI / automatic |" if host else ""),
                 "|---|---:|---:|---:|---|---:|---|---:|" + ("---:|---:|" if host else "")]
         worst = 0.0
+        verify_data = {}  # verify.json: as sweep.json, with automatic's medians under "automatic/..."
         for r in ranks:
             for kind in kinds:
                 named = data.get(str(r), {}).get(kind)
@@ -269,6 +276,7 @@ def main():
                         for b, v in sweep(args, kind, r, arm, log).items():
                             runs.setdefault(arm_name(arm), {}).setdefault(b, []).append(v)
                 med = {a: {b: sorted(vs)[len(vs) // 2] for b, vs in res.items()} for a, res in runs.items()}
+                verify_data.setdefault(str(r), {})[kind] = {a: {str(b): v for b, v in res.items()} for a, res in med.items()}
                 auto = med.pop(arm_name(auto_arm), {})
                 named = {a: {str(b): v for b, v in res.items()} for a, res in med.items()}
                 for b in sorted(auto):
@@ -282,6 +290,8 @@ def main():
                     rows.append(f"| {kind} | {r} | {b} | {auto[b][0]:.2f} | {arm} | {cands[best]:.2f} | {best} "
                                 f"| {ratio:.2f}{' **missed**' if ratio > 1.10 else ''} |"
                                 + (f" {auto[b][2]:.2f} | {auto[b][2] / auto[b][0]:.2f} |" if host else ""))
+        with open(os.path.join(args.out, "verify.json"), "w") as f:
+            json.dump(verify_data, f, indent=1)
         with open(os.path.join(args.out, "verify.md"), "w") as f:
             f.write("\n".join(rows) + f"\n\nworst automatic / best: {worst:.2f} (target <= 1.10)\n")
         print(f"wrote {args.out}/verify.md; worst automatic / best {worst:.2f}")

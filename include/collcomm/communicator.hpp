@@ -17,6 +17,7 @@
 #pragma once
 
 #include <collcomm/algo/automatic.hpp>
+#include <collcomm/algo/one_shot.hpp>
 #include <collcomm/config.hpp>
 #include <collcomm/error.hpp>
 #include <collcomm/fingerprint.hpp>
@@ -32,6 +33,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 COLLCOMM_NAMESPACE_BEGIN
 
@@ -143,6 +145,13 @@ class communicator<transport::host_shm> {
                    "tuning's slot_bytes = " + std::to_string(slot_bytes) +
                        " is more than the world's option 'slot_bytes' = " + std::to_string(w_->opts().slot_bytes));
     if constexpr (Algo::needs_direct) {
+      // one_shot of at most host::world::flat_bytes on one channel (the same on every rank: count,
+      // kind and tuning agree) goes through the ranks' mailboxes, whatever the world: no staging,
+      // no exposure, no barrier at the end.
+      if constexpr (std::is_same_v<Algo, algo::one_shot>) {
+        if (nc == 1 && in_elems != 0 && in_elems * sizeof(T) <= host::world::flat_bytes)
+          return run_channels<K, Algo>(a, in, in_elems, out, out_elems, op, nc, slot_bytes, true);
+      }
       if (w_->is_process()) {  // peers cannot read this process's memory: stage through the segment
         const host::detail::staged_call<T> s(*w_, rank_, K::name, Algo::name, in, in_elems, out, out_elems);
         run_channels<K, Algo>(a, s.in(), in_elems, s.out(), out_elems, op, nc, slot_bytes);
@@ -156,7 +165,7 @@ class communicator<transport::host_shm> {
  private:
   template <class K, class Algo, class T, class Op>
   void run_channels(const coll_args& a, const T* in, index_t in_elems, T* out, index_t out_elems, const Op& op, int nc,
-                    std::size_t slot_bytes) const {
+                    std::size_t slot_bytes, bool flat = false) const {
     // The call happens from here on: a collective takes its number, and first meets what an
     // earlier call whose ranks disagreed left unread.
     const call_fingerprint call =
@@ -173,7 +182,7 @@ class communicator<transport::host_shm> {
       ca.nchannels = nc;
       ca.topo = topology_view();
       host::primitives<T, Op> p(*w_, ca, K::name, Algo::name, call, Algo::needs_direct, in, in_elems, out, out_elems,
-                                op, slot_bytes);
+                                op, slot_bytes, flat ? w_->next_flat_call(rank_) : 0);
       Algo::run(K{}, p, static_cast<const coll_args&>(ca));
     }
     // A message of an earlier call still unread on a connection towards this rank, which this

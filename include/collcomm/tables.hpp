@@ -5,10 +5,14 @@
 #pragma once
 
 #include <collcomm/algo/automatic.hpp>
+#include <collcomm/compose.hpp>
 #include <collcomm/config.hpp>
+#include <collcomm/ops.hpp>
 #include <collcomm/tables/host_shm.hpp>
 #include <collcomm/tables/nvlink.hpp>
 #include <collcomm/transport/tags.hpp>
+
+#include <type_traits>
 
 COLLCOMM_NAMESPACE_BEGIN
 
@@ -24,5 +28,21 @@ template <>
 struct default_table_for<transport::nvlink> {
   using type = tables::nvlink;
 };
+
+namespace detail {
+// Whether every rule of a table names an arm that runs over Tr (f32, sum or none): a rule that
+// cannot would be passed over at every call, a mistake in the table rather than a choice.
+template <class Tr, class... R>
+constexpr bool every_arm_runs(rule_table<R...>) {
+  return (valid_composition<typename R::kind, typename R::algo, Tr,
+                            std::conditional_t<R::kind::reduces, op::sum, op::none>, float> &&
+          ...);
+}
+}  // namespace detail
+
+static_assert(detail::every_arm_runs<transport::host_shm>(tables::host_shm{}),
+              "collcomm/tables/host_shm.hpp names an arm that cannot run over transport::host_shm");
+static_assert(detail::every_arm_runs<transport::nvlink>(tables::nvlink{}),
+              "collcomm/tables/nvlink.hpp names an arm that cannot run over transport::nvlink");
 
 COLLCOMM_NAMESPACE_END

@@ -121,6 +121,9 @@ TEST_CASE("automatic: the arm a call takes") {
     static_assert(std::is_same_v<cc::default_table_for<cc::transport::host_shm>::type, cc::tables::host_shm>);
     static_assert(std::is_same_v<cc::default_table_for<cc::transport::nvlink>::type, cc::tables::nvlink>);
     static_assert(std::is_same_v<cc::default_table_for<cc::transport::pcie_staged>::type, cc::rule_table<>>);
+    // tables.hpp asserts that every arm of a shipped table runs over its transport; the predicate:
+    static_assert(cc::detail::every_arm_runs<cc::transport::host_shm>(probe_table{}));
+    static_assert(!cc::detail::every_arm_runs<cc::transport::net<cc::transport::socket>>(probe_table{}));
     CHECK(cc::chosen_arm<kind::all_reduce, void, cc::transport::pcie_staged, cc::op::sum, float>(t4, 2) ==
           "ring (simple)");
     CHECK(cc::chosen_arm<kind::all_reduce, void, cc::transport::host_shm, cc::op::sum, float>(t4, 1000) ==

@@ -20,6 +20,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <barrier>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -123,6 +124,10 @@ void check(const disagreement& d) {
   cc::host::options opt;
   opt.timeout = timeout;
   cc::host::world w(n, opt);
+  // Every rank leaves the warm-up before any makes the disagreeing call: a rank still finishing
+  // the warm-up when a peer found the disagreement would take the abort there (a ring's last
+  // receive can come after its peers went on).
+  std::barrier warmed(n);
   cc::host::run_ranks(w, [&](comm_t& comm) {
     const int r = comm.rank();
     const auto t0 = std::chrono::steady_clock::now();
@@ -131,6 +136,7 @@ void check(const disagreement& d) {
       cc::all_reduce<cc::algo::ring>(comm, one.data(), one.data(), one.size());
       if (one[0] != static_cast<float>(n * (n + 1) / 2)) throw cc::error(errc::internal, r, "warm-up: wrong sum");
     });
+    warmed.arrive_and_wait();
     bad[r] = attempt([&] { d.call(comm, in[r].data(), out[r].data()); });
     for (int k = 0; k < later_calls; ++k)
       later[r][k] = attempt([&] { cc::all_reduce<cc::algo::ring>(comm, later_in[r][k].data(), later_out[r][k].data(), later_count); });
@@ -389,6 +395,59 @@ TEST_CASE("disagreement: direct algorithms") {
            },
            [](int r, const auto& in) { return reduced(in, count, count, r == 3); },
            {"all_reduce<two_shot>", "op max", "op sum"}});
+  }
+}
+
+// one_shot of at most host::world::flat_bytes goes through the ranks' mailboxes (no exposure, no
+// barrier at the end): the same disagreements found there, and against ranks at a barrier.
+TEST_CASE("disagreement: small direct calls through the mailboxes") {
+  SUBCASE("different counts, both small") {
+    const index_t elems = 120;
+    auto count_of = [](int r) { return r == 2 ? index_t{100} : index_t{120}; };
+    check({3,
+           elems,
+           [=](comm_t& c, const float* in, float* out) {
+             cc::all_reduce<cc::algo::one_shot>(c, in, out, count_of(c.rank()));
+           },
+           [=](int r, const auto& in) { return reduced(in, count_of(r), elems, false); },
+           {"all_reduce<one_shot>", "100 x f32", "120 x f32"}});
+  }
+  SUBCASE("sum against max") {
+    const index_t count = 64;
+    check({4,
+           count,
+           [](comm_t& c, const float* in, float* out) {
+             if (c.rank() == 1)
+               cc::all_reduce<cc::algo::one_shot>(c, in, out, count, cc::op::max{});
+             else
+               cc::all_reduce<cc::algo::one_shot>(c, in, out, count, cc::op::sum{});
+           },
+           [](int r, const auto& in) { return reduced(in, count, count, r == 1); },
+           {"all_reduce<one_shot>", "op max", "op sum"}});
+  }
+  SUBCASE("a small call against a large one: mailboxes against a barrier") {
+    const index_t elems = 1000;
+    auto count_of = [](int r) { return r == 0 ? index_t{1000} : index_t{64}; };
+    check({3,
+           elems,
+           [=](comm_t& c, const float* in, float* out) {
+             cc::all_reduce<cc::algo::one_shot>(c, in, out, count_of(c.rank()));
+           },
+           [=](int r, const auto& in) { return reduced(in, count_of(r), elems, false); },
+           {"all_reduce<one_shot>", "64 x f32", "1000 x f32"}});
+  }
+  SUBCASE("against ring") {
+    const index_t count = 32;
+    check({2,
+           count,
+           [](comm_t& c, const float* in, float* out) {
+             if (c.rank() == 0)
+               cc::all_reduce<cc::algo::ring>(c, in, out, count);
+             else
+               cc::all_reduce<cc::algo::one_shot>(c, in, out, count);
+           },
+           [](int, const auto& in) { return reduced(in, count, count, false); },
+           {"all_reduce<one_shot>", "all_reduce<ring>"}});
   }
 }
 

@@ -182,25 +182,35 @@ TEST_CASE("host smoke: a rank that never reaches a barrier is named by the other
   opt.timeout = std::chrono::milliseconds(200);
   opt.channels = 1;
   const int n = 4, missing = 3;
-  collcomm::host::world w(n, opt);
-  std::vector<std::vector<float>> in(n, std::vector<float>(64, 1.0f)), out(n, std::vector<float>(64, poison_f32));
-  std::vector<std::string> what(n);
-  collcomm::host::run_ranks(w, [&](comm_t& comm) {
-    const int r = comm.rank();
-    if (r == missing) return;
-    try {
-      collcomm::all_reduce<collcomm::algo::one_shot>(comm, in[r].data(), out[r].data(), index_t{64});
-    } catch (const collcomm::error& e) {
-      CHECK(e.code() == collcomm::errc::timeout);
-      what[r] = e.what();
+  // 2048 elements meet at a barrier; 64 (at most host::world::flat_bytes) at the ranks' mailboxes.
+  for (const index_t count : {index_t{2048}, index_t{64}}) {
+    CAPTURE(count);
+    collcomm::host::world w(n, opt);
+    std::vector<std::vector<float>> in(n, std::vector<float>(count, 1.0f)),
+        out(n, std::vector<float>(count, poison_f32));
+    std::vector<std::string> what(n);
+    collcomm::host::run_ranks(w, [&](comm_t& comm) {
+      const int r = comm.rank();
+      if (r == missing) return;
+      try {
+        collcomm::all_reduce<collcomm::algo::one_shot>(comm, in[r].data(), out[r].data(), count);
+      } catch (const collcomm::error& e) {
+        CHECK(e.code() == collcomm::errc::timeout);
+        what[r] = e.what();
+      }
+    });
+    for (int r = 0; r < n; ++r) {
+      if (r == missing) continue;
+      CAPTURE(what[r]);
+      if (count * sizeof(float) > collcomm::host::world::flat_bytes) {
+        CHECK(what[r].find("barrier #1 on channel 0") != std::string::npos);
+        CHECK(what[r].find("rank(s) " + std::to_string(missing) + " to arrive") != std::string::npos);
+      } else {
+        CHECK(what[r].find("waiting for rank " + std::to_string(missing) + "'s input") != std::string::npos);
+        CHECK(what[r].find("small-call mailbox") != std::string::npos);
+      }
+      for (float x : out[r]) CHECK(x == poison_f32);  // nothing read before every input was ready
     }
-  });
-  for (int r = 0; r < n; ++r) {
-    if (r == missing) continue;
-    CAPTURE(what[r]);
-    CHECK(what[r].find("barrier #1 on channel 0") != std::string::npos);
-    CHECK(what[r].find("rank(s) " + std::to_string(missing) + " to arrive") != std::string::npos);
-    for (float x : out[r]) CHECK(x == poison_f32);  // nothing read before every input was ready
   }
 }
 

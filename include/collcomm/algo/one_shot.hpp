@@ -5,7 +5,9 @@
 //
 // entry barrier (every input is ready); direct_reduce_copy of this channel's share from all ranks, in
 // rank order, into this rank's output, finalized; exit barrier (no rank leaves while a peer reads).
-// Both are free on the GPU when one launch carries every rank (algo/primitives.hpp, entry_barrier).
+// Both are free on the GPU when one launch carries every rank (algo/primitives.hpp, entry_barrier);
+// on the host a call of at most 4 KiB of input on one channel goes through the ranks' mailboxes
+// instead (host/world.hpp, "small direct calls": the entry is a post and a wait, the exit none).
 // Every rank reduces in the same order, so all ranks end with bitwise identical results.
 //
 // NOT in-place safe: in place, a rank overwrites its input while its peers may still be reading

@@ -59,9 +59,12 @@ class primitives {
   // significant here). `what`, `algo`: for messages. `call`: the call's fingerprint, sent with
   // every message and exposed with the buffers. `slot_bytes`: the call's message bytes (at most the
   // world's options::slot_bytes).
+  // `flat_call`: a small direct call through the ranks' mailboxes (world.hpp, "small direct calls"):
+  // its number there (0: not one); the input is copied to this rank's mailbox now, posted at the
+  // entry barrier, which waits for every peer's; the exit barrier is none.
   primitives(World& w, const coll_args& a, const char* what, const char* algo, const call_fingerprint& call,
              bool direct, const T* in, index_t in_elems, T* out, index_t out_elems, const Op& op,
-             std::size_t slot_bytes)
+             std::size_t slot_bytes, std::uint64_t flat_call = 0)
       : w_(w),
         rank_(a.rank),
         nranks_(a.nranks),
@@ -75,7 +78,14 @@ class primitives {
         out_elems_(out_elems),
         op_(op),
         slot_elems_(static_cast<index_t>(slot_bytes / sizeof(T) / align * align)),
-        scratch_(w.scratch(rank_)) {
+        scratch_(w.scratch(rank_)),
+        flat_call_(flat_call) {
+    if constexpr (requires { w.flat_post(0, 0, 0, call); }) {
+      if (flat_call_ != 0) {
+        std::memcpy(w.flat_data(rank_, flat_call_), in, in_elems * sizeof(T));
+        return;
+      }
+    }
     if (direct) w.expose(channel_, rank_, {in, in_elems, out, out_elems, call});
   }
 
@@ -221,6 +231,22 @@ class primitives {
 
   // ---- direct family ---------------------------------------------------------------------------
   void barrier() { w_.barrier(channel_, rank_, what_, call_.seq == call_fingerprint::p2p_seq ? nullptr : &call_); }
+  // The barriers around a direct schedule's peer accesses (algo/primitives.hpp): a small call's
+  // post and wait at its mailboxes, and nothing after.
+  void entry_barrier() {
+    if constexpr (requires { w_.flat_post(0, 0, 0, call_); }) {
+      if (flat_call_ != 0) {
+        w_.flat_post(rank_, flat_call_, in_elems_, call_);
+        for (int r = 0; r < nranks_; ++r)
+          if (r != rank_) w_.flat_wait(rank_, r, flat_call_, in_elems_, call_, what_);
+        return;
+      }
+    }
+    barrier();
+  }
+  void exit_barrier() {
+    if (flat_call_ == 0) barrier();
+  }
 
   void direct_reduce_copy(buf_ref src, buf_ref dst, index_t n, bool fin) {
     if (n == 0) return;
@@ -375,6 +401,14 @@ class primitives {
   const T* peer_source(int r, buf_ref b, index_t n, const char* prim) const {
     check_peer(r, prim);
     if (r == rank_) return source(b, n, prim);
+    if constexpr (requires { w_.flat_data(0, 0); }) {
+      if (flat_call_ != 0) {  // the peer's input in its mailbox (its count checked by flat_wait)
+        if (b.which != buffer::input || b.offset > in_elems_ || n > in_elems_ - b.offset)
+          schedule_bug(std::string(prim) + " reads rank " + std::to_string(r) + "'s " + span_text(b, n) +
+                       " of a small call, which holds its input only (" + std::to_string(in_elems_) + " elements)");
+        return reinterpret_cast<const T*>(w_.flat_data(r, flat_call_)) + b.offset;
+      }
+    }
     const typename World::exposed_buffers& e = w_.exposed(channel_, r);
     if (const unsigned fields = differing_fields(call_, e.call))
       w_.disagree(what_, rank_, r, call_, e.call, fields,
@@ -400,6 +434,7 @@ class primitives {
   Op op_;
   index_t slot_elems_;
   std::byte* scratch_;
+  std::uint64_t flat_call_;  // a small direct call's number in the mailboxes; 0: none
 };
 
 }  // namespace host

@@ -10,11 +10,16 @@
 // Memory ordering. The state a rank waits for (a FIFO counter, a barrier counter) is published
 // with a release store and read with acquire loads; the doorbell only decides when to look
 // again. The doorbell protocol, for a waiter W and a notifier N:
-//   W: sleepers.fetch_add(1, acq_rel); key = seq.load(acquire); if ready(): leave; futex_wait(seq, key)
-//   N: publish state (release); if sleepers.fetch_add(0, acq_rel) != 0: seq.fetch_add(1, release); futex_wake(seq)
-// Both read-modify-write `sleepers`, so one comes first in its modification order: if N's comes
-// first, W's RMW synchronizes with it and W's ready() sees the state; if W's comes first, N sees a
-// sleeper and bumps `seq`, so W's futex_wait either finds seq != key or is woken.
+//   W: sleepers.fetch_add(1, seq_cst); fence(seq_cst); key = seq.load(acquire); if ready(): leave;
+//      futex_wait(seq, key)
+//   N: publish state (release); fence(seq_cst); if sleepers.load(relaxed) != 0: seq.fetch_add(1,
+//      release); futex_wake(seq)
+// The two seq_cst fences are ordered one way or the other: if N's comes first, W's ready() (after
+// W's fence) sees the state N published before its fence; if W's comes first, N's load (after N's
+// fence) sees W's increment, and N bumps `seq`, so W's futex_wait either finds seq != key or is
+// woken. N only reads `sleepers`: the line stays shared among the ranks that ring it while its
+// owner polls, instead of moving to each ringer in turn (a read-modify-write would), and a ring
+// costs a fence rather than a cache miss.
 #pragma once
 
 #include <collcomm/config.hpp>
@@ -61,8 +66,10 @@ struct doorbell {
 };
 
 inline void ring(doorbell& d) noexcept {
-  // RMW, not a load: see the protocol in the file comment (thread_scope_system: ranks may be processes).
-  if (sys_atomic<std::uint32_t>(d.sleepers).fetch_add(0, cuda::std::memory_order_acq_rel) == 0) return;
+  // The fence orders the state published before against the load of `sleepers` (the protocol in
+  // the file comment; thread_scope_system: ranks may be processes).
+  cuda::atomic_thread_fence(cuda::std::memory_order_seq_cst, cuda::thread_scope_system);
+  if (sys_atomic<std::uint32_t>(d.sleepers).load(cuda::std::memory_order_relaxed) == 0) return;
   sys_atomic<std::uint32_t>(d.seq).fetch_add(1, cuda::std::memory_order_release);
 #if defined(__linux__)
   // Not FUTEX_PRIVATE_FLAG: a doorbell may live in memory shared between processes.
@@ -140,7 +147,8 @@ void wait_until(doorbell& d, std::chrono::milliseconds timeout, std::chrono::nan
   std::chrono::nanoseconds slice = first_slice;
   sys_atomic<std::uint32_t> sleepers(d.sleepers);
   for (;;) {
-    sleepers.fetch_add(1, cuda::std::memory_order_acq_rel);
+    sleepers.fetch_add(1, cuda::std::memory_order_seq_cst);
+    cuda::atomic_thread_fence(cuda::std::memory_order_seq_cst, cuda::thread_scope_system);
     const std::uint32_t key = sys_atomic<std::uint32_t>(d.seq).load(cuda::std::memory_order_acquire);
     if (ready()) {
       sleepers.fetch_sub(1, cuda::std::memory_order_relaxed);

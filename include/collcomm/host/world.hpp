@@ -131,6 +131,17 @@ struct padded_counter {
   alignas(64) std::uint64_t value;
 };
 
+// A rank's mailbox for small direct calls (world::flat_bytes): two of them per rank, used in turn.
+// The owner writes the call's input after the header, then `seq`, its count of such calls
+// (release); peers wait for `seq` (acquire) and read the input there.
+struct alignas(64) flat_header {
+  std::uint64_t seq;
+  index_t elems;
+  call_fingerprint call;
+};
+inline constexpr std::size_t flat_data_bytes = 4096;
+inline constexpr std::size_t flat_box_bytes = (sizeof(flat_header) + 63) / 64 * 64 + flat_data_bytes;
+
 // The collective call a rank is in (world::note_call), for a peer that timed out waiting for it:
 // written by its owner at the start of every collective call, read by others only then. `version`
 // is odd while the owner writes (a seqlock).
@@ -145,7 +156,7 @@ constexpr std::size_t sender_words(int nranks) noexcept { return (static_cast<st
 // Offsets of everything in a process world's segment, the same in every process for the same
 // (nranks, options).
 struct segment_layout {
-  std::size_t control = 0, info = 0, doorbells = 0, arrivals = 0, exposed = 0, senders = 0, calls = 0;
+  std::size_t control = 0, info = 0, doorbells = 0, arrivals = 0, exposed = 0, senders = 0, calls = 0, flat = 0;
   std::size_t control_end = 0;  // everything before the connections: allocated at creation
   std::size_t connections = 0, connection_bytes = 0, windows = 0, window_bytes = 0, total = 0;
 
@@ -170,6 +181,8 @@ struct segment_layout {
     at = z.align_up(z.add(at, z.mul(z.mul(z.mul(nc, n), sender_words(nranks)), sizeof(std::uint64_t))), 64);
     calls = at;
     at = z.align_up(z.add(at, z.mul(n, sizeof(current_call))), 64);
+    flat = at;  // (rank, 2 mailboxes)
+    at = z.align_up(z.add(at, z.mul(z.mul(n, 2), flat_box_bytes)), 64);
     control_end = z.align_up(at, 4096);
     connections = control_end;
     connection_bytes = z.align_up(
@@ -230,6 +243,9 @@ class world {
     own_calls_ = std::make_unique<detail::current_call[]>(n);
     calls_ = own_calls_.get();
     doorbells_ = own_doorbells_.get();
+    own_flat_ = std::make_unique<flat_box[]>(2 * n);
+    flat_ = reinterpret_cast<std::byte*>(own_flat_.get());
+    flat_calls_ = std::make_unique<std::uint64_t[]>(n);
     scratch_ = std::make_unique<scratch_slot[]>(n);
   }
 
@@ -251,6 +267,8 @@ class world {
     shared_exposed_ = reinterpret_cast<detail::shared_exposed*>(b + layout_.exposed);
     senders_ = reinterpret_cast<std::uint64_t*>(b + layout_.senders);
     calls_ = reinterpret_cast<detail::current_call*>(b + layout_.calls);
+    flat_ = b + layout_.flat;
+    flat_calls_ = std::make_unique<std::uint64_t[]>(static_cast<std::size_t>(nranks));
     scratch_ = std::make_unique<scratch_slot[]>(static_cast<std::size_t>(nranks));
     info_[rank].pid = static_cast<std::int64_t>(::getpid());
     seg_.lock_rank(rank);
@@ -345,6 +363,19 @@ class world {
       if (v.load(cuda::std::memory_order_relaxed) == a) return true;
     }
     return false;
+  }
+  // While `rank` waits in collective call `call` (after each sleep): a rank in the same call number
+  // making another call is a disagreement, reported at once — ranks meeting at different kinds of
+  // wait (a barrier, a mailbox) exchange nothing that would show it sooner.
+  void check_same_call(const char* what, int rank, const call_fingerprint& call) {
+    if (call.seq == call_fingerprint::p2p_seq) return;
+    for (int r = 0; r < nranks_; ++r) {
+      call_fingerprint theirs;
+      if (r == rank || !peer_call(r, theirs) || theirs.seq != call.seq) continue;
+      if (const unsigned fields = differing_fields(call, theirs))
+        disagree(what, rank, r, call, theirs, fields,
+                 "the call rank " + std::to_string(r) + " is making while rank " + std::to_string(rank) + " waits");
+    }
   }
   // Before a wait of `rank` in collective call `call` for rank `peer` reports a timeout: a rank in
   // the same call number making another call (the peer, or a rank the peer may wait for in turn),
@@ -490,7 +521,10 @@ class world {
         },
         [&] {
           watch(rank, what);
-          if (call != nullptr) check_stale(channel, channel + 1, rank, *call, what, false);
+          if (call != nullptr) {
+            check_stale(channel, channel + 1, rank, *call, what, false);
+            check_same_call(what, rank, *call);
+          }
         });
   }
 
@@ -532,6 +566,55 @@ class world {
     b.out_elems = e.out_elems;
     b.call = e.call;
     return b;
+  }
+
+  // ---- small direct calls through mailboxes ----------------------------------------------------
+  // A direct call on one channel whose input is at most flat_bytes (one_shot of a few hundred
+  // bytes: communicator.hpp decides, the same on every rank) does not expose buffers and meet at
+  // two barriers: each rank copies its input into the next of its two mailboxes with the call's
+  // fingerprint and posts its count of such calls there; a peer waits for that count and reads the
+  // input from the mailbox. No rank waits at the end of the call: a rank rewrites a mailbox two
+  // such calls later, and in the call between it waited for every peer's post, which a peer makes
+  // only after it finished reading the call before.
+  static constexpr std::size_t flat_bytes = detail::flat_data_bytes;
+
+  // This rank's next mailbox call: its number (from 1) and the mailbox to fill (flat_data).
+  std::uint64_t next_flat_call(int rank) noexcept { return ++flat_calls_[static_cast<std::size_t>(rank)]; }
+  std::byte* flat_data(int rank, std::uint64_t seq) noexcept {
+    return reinterpret_cast<std::byte*>(flat_header_of(rank, seq)) + (sizeof(detail::flat_header) + 63) / 64 * 64;
+  }
+  // Posts rank's mailbox of call `seq` (its input already in flat_data) and wakes the peers.
+  void flat_post(int rank, std::uint64_t seq, index_t elems, const call_fingerprint& call) noexcept {
+    detail::flat_header* h = flat_header_of(rank, seq);
+    h->elems = elems;
+    h->call = call;
+    detail::sys_atomic<std::uint64_t>(h->seq).store(seq, cuda::std::memory_order_release);
+    for (int r = 0; r < nranks_; ++r)
+      if (r != rank) detail::ring(doorbell_of(r));
+  }
+  // Waits until `peer` posted its mailbox of call `seq`, checks that it is of `call` with `elems`
+  // elements, and returns its input.
+  const std::byte* flat_wait(int rank, int peer, std::uint64_t seq, index_t elems, const call_fingerprint& call,
+                             const char* what) {
+    detail::flat_header* h = flat_header_of(peer, seq);
+    detail::sys_atomic<std::uint64_t> posted(h->seq);
+    detail::wait_until(
+        doorbell_of(rank), opt_.timeout, spin_, [&] { return posted.load(cuda::std::memory_order_acquire) >= seq; },
+        [&] {
+          check_waited_call(what, rank, peer, call);
+          timeout(what, rank,
+                  "waiting for rank " + std::to_string(peer) + "'s input to " + to_string(call) +
+                      " (its small-call mailbox)");
+        },
+        [&] {
+          watch(rank, what);
+          check_stale(0, 1, rank, call, what, false);
+          check_same_call(what, rank, call);
+        });
+    const unsigned fields = differing_fields(call, h->call);
+    if (fields != 0 || h->elems != elems || posted.load(cuda::std::memory_order_relaxed) != seq)
+      disagree(what, rank, peer, call, h->call, fields, "the input rank " + std::to_string(peer) + " posts for it");
+    return flat_data(peer, seq);
   }
 
   // Process worlds: rank `rank`'s window (window_bytes() bytes, 4096-byte aligned) in the segment.
@@ -757,6 +840,16 @@ class world {
   std::uint64_t split_seq_ = 0;
   // Both.
   std::unique_ptr<scratch_slot[]> scratch_;  // (rank): each used by that rank's thread only
+  struct alignas(64) flat_box {
+    std::byte bytes[detail::flat_box_bytes];
+  };
+  std::unique_ptr<flat_box[]> own_flat_;          // threads: the mailboxes
+  std::byte* flat_ = nullptr;                     // (rank, 2): mailboxes of flat_box_bytes
+  std::unique_ptr<std::uint64_t[]> flat_calls_;  // (rank): mailbox calls made; each by that rank only
+  detail::flat_header* flat_header_of(int rank, std::uint64_t seq) noexcept {
+    return reinterpret_cast<detail::flat_header*>(
+        flat_ + (static_cast<std::size_t>(rank) * 2 + static_cast<std::size_t>(seq & 1)) * detail::flat_box_bytes);
+  }
 };
 
 }  // namespace host

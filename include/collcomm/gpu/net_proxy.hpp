@@ -149,10 +149,11 @@ class net_part {
   using backend_type = host::net_backend<Backend>;
   using connection_type = typename backend_type::connection;
   using endpoint_type = typename backend_type::endpoint;
-  // As in host::net_world: connections made when first needed (socket) or all with the endpoint
-  // (ibverbs); idle waits in poll(2) on the backend's file descriptors, else a short sleep.
-  static constexpr bool lazy = requires(endpoint_type& e, connection_type& c) { e.connect(c); };
-  static constexpr bool has_fds = requires(endpoint_type& e) { e.for_each_fd([](int, bool) {}); };
+  // As in host::net_world (host::net_backend_traits): connections made when first needed (socket)
+  // or all with the endpoint (ibverbs); idle waits in poll(2) on the backend's file descriptors,
+  // else a short sleep.
+  static constexpr bool lazy = host::net_backend_traits<Backend>::lazy;
+  static constexpr bool has_fds = host::net_backend_traits<Backend>::has_fds;
 
   net_part(std::shared_ptr<world> w, int rank, std::unique_ptr<endpoint_type> ep, int streams)
       : w_(std::move(w)),
@@ -420,12 +421,7 @@ class net_part {
   // completions of ibverbs are polled) for 50 microseconds.
   void poll_all(int ms) {
     if constexpr (has_fds) {
-      fds_.clear();
-      auto add = [&](int fd, bool out) { fds_.push_back({fd, static_cast<short>(POLLIN | (out ? POLLOUT : 0)), 0}); };
-      ep_->for_each_fd(add);
-      for (link& l : links_)
-        if (l.c) l.c->for_each_fd(add);
-      ::poll(fds_.data(), fds_.size(), ms);
+      host::net_backend_traits<Backend>::poll_fds(*ep_, links_, fds_, ms);
     } else {
       std::this_thread::sleep_for(std::chrono::microseconds(ms > 0 ? 50 : 0));
     }

@@ -207,17 +207,39 @@ struct net_backend<transport::socket> {
   }
 };
 
+// What the users of a backend (net_world here, the GPU's proxy in gpu/net_proxy.hpp) ask of it.
+template <class Backend>
+struct net_backend_traits {
+  using endpoint_type = typename net_backend<Backend>::endpoint;
+  using connection_type = typename net_backend<Backend>::connection;
+  // Connections made on first use, connected by the lower rank (socket), or all made with the
+  // endpoint (ibverbs).
+  static constexpr bool lazy = requires(endpoint_type& e, connection_type& c) { e.connect(c); };
+  // Idle waits sleep in poll(2) on the backend's file descriptors, else briefly.
+  static constexpr bool has_fds = requires(endpoint_type& e) { e.for_each_fd([](int, bool) {}); };
+
+  // Sleeps in poll(2) for at most `ms` milliseconds on the endpoint's descriptors and those of the
+  // connections of `links` (each with a pointer `c`, null where not made yet); `fds` is the
+  // caller's scratch. Backends with file descriptors only.
+  template <class Links>
+  static void poll_fds(endpoint_type& ep, const Links& links, std::vector<pollfd>& fds, int ms) {
+    fds.clear();
+    auto add = [&](int fd, bool out) { fds.push_back({fd, static_cast<short>(POLLIN | (out ? POLLOUT : 0)), 0}); };
+    ep.for_each_fd(add);
+    for (const auto& l : links)
+      if (l.c) l.c->for_each_fd(add);
+    ::poll(fds.data(), fds.size(), ms);
+  }
+};
+
 template <class Backend>
 class net_world {
  public:
   using backend_type = net_backend<Backend>;
   using connection_type = typename backend_type::connection;
   using endpoint_type = typename backend_type::endpoint;
-  // Connections made on first use, connected by the lower rank (socket), or all made with the
-  // endpoint (ibverbs).
-  static constexpr bool lazy = requires(endpoint_type& e, connection_type& c) { e.connect(c); };
-  // Idle waits sleep in poll(2) on the backend's file descriptors, else briefly.
-  static constexpr bool has_fds = requires(endpoint_type& e) { e.for_each_fd([](int, bool) {}); };
+  static constexpr bool lazy = net_backend_traits<Backend>::lazy;
+  static constexpr bool has_fds = net_backend_traits<Backend>::has_fds;
 
   // Rank `rank` of `nranks` over the endpoint `ep` (backend_type::make_endpoint made it).
   net_world(int rank, int nranks, const net_options& opt, std::unique_ptr<endpoint_type> ep)
@@ -429,12 +451,7 @@ class net_world {
   // sleep of 50 microseconds.
   void poll_all(int ms, int idle = 1024) {
     if constexpr (has_fds) {
-      fds_.clear();
-      auto add = [&](int fd, bool out) { fds_.push_back({fd, static_cast<short>(POLLIN | (out ? POLLOUT : 0)), 0}); };
-      ep_->for_each_fd(add);
-      for (link& l : links_)
-        if (l.c) l.c->for_each_fd(add);
-      ::poll(fds_.data(), fds_.size(), ms);
+      net_backend_traits<Backend>::poll_fds(*ep_, links_, fds_, ms);
     } else {
       if (ms <= 0 || idle < 1024)
         std::this_thread::yield();

@@ -153,9 +153,12 @@ TEST_CASE("split and dup: 1000 communicators made and destroyed leave no descrip
         if (segs2 != segs || segs != 1)
           return child_fail(me, r, 31, "mappings of collcomm segments: %d before, %d after (want 1: the parent's)",
                             segs, segs2);
-        // Other mappings: the allocator may split or add an arena line, but a leaked world would
-        // leave at least one segment's size (its windows alone are megabytes) behind.
-        if (maps2 > maps + 2 || bytes2 > bytes + (std::size_t{1} << 20))
+        // Other mappings: the allocator may split or add an arena line and keep some freed blocks
+        // (a world's scratch is 5 slots of 64 KiB per rank, and malloc's mmap threshold rises
+        // after such a block is freed, so later ones come from, and stay in, the heap: 1.6 MiB
+        // seen), but a leaked world would leave at least one segment's size behind (its windows
+        // alone are 16 MiB per rank).
+        if (maps2 > maps + 2 || bytes2 > bytes + (std::size_t{8} << 20))
           return child_fail(me, r, 32,
                             "mappings: %d lines, %zu bytes before; %d lines, %zu bytes after 1000 communicators", maps,
                             bytes, maps2, bytes2);

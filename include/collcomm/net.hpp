@@ -138,7 +138,7 @@ class communicator<transport::net<Backend>> {
   const topology_table& hosts() const noexcept { return *topo_; }
   // What algo::automatic picks its arm by (algo/automatic.hpp): for GPU buffers the GPU side's
   // channels and slots, set by the constructor in gpu/net_proxy.hpp.
-  world_facts facts() const noexcept { return facts_; }
+  const world_facts& facts() const noexcept { return facts_; }
 
   // Marks the communicator failed and tells the connected peers (see net_world.hpp). Never blocks.
   void abort(const std::string& reason = {}) const noexcept {

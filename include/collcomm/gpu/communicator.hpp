@@ -63,13 +63,15 @@ class communicator<Tr> {
   // world; its last copy frees every IPC mapping, the control page and the device memory.
   template <bootstrap::bootstrap_like B>
   communicator(B& boot, int device, gpu::options opts = {})
-      : owner_(gpu::join_world(boot, device, placed(opts))), w_(owner_.get()), rank_(boot.rank()) {}
+      : owner_(gpu::join_world(boot, device, placed(opts))), w_(owner_.get()), rank_(boot.rank()),
+        facts_(facts_of(*w_)) {}
   // This process's rank of a world of processes (join_world or split_world), which it shares.
   explicit communicator(std::shared_ptr<gpu::world> w)
       : owner_(std::move(w)), w_(owner_.get()), rank_(w_ && w_->is_process() ? w_->process().rank : -1) {
     if (rank_ < 0)
       detail::fail(errc::invalid_argument, "communicator", rank_, "argument 'w' is not a GPU world of processes");
     check_placement(*w_, rank_);
+    facts_ = facts_of(*w_);
   }
   // Rank `rank` of a world of ranks in this process (or the one rank this process drives). w must
   // outlive the communicator. One thread at a time drives a rank.
@@ -83,6 +85,7 @@ class communicator<Tr> {
           errc::invalid_argument, "communicator", rank,
           "argument 'rank' = " + std::to_string(rank) + " is out of range [0, " + std::to_string(w.size()) + ")");
     check_placement(w, rank);
+    facts_ = facts_of(w);
   }
 
   int rank() const noexcept { return rank_; }
@@ -90,30 +93,11 @@ class communicator<Tr> {
   int device() const { return w_->device_of(rank_); }
   gpu::world& gpu_world() const noexcept { return *w_; }
 
-  // What algo::automatic picks its arm by (algo/automatic.hpp). Ranks per GPU: a world of threads
-  // takes its fullest GPU's (every rank the same); a world of processes this rank's GPU's (ranks
-  // of GPUs that hold different numbers may then pick different arms: the call's fingerprint says so).
-  world_facts facts() const {
-    world_facts f;
-    f.ranks = size();
-    if (w_->is_process()) {
-      f.ranks_per_gpu = w_->process().ranks_on_gpu;
-      f.gpus = (size() + f.ranks_per_gpu - 1) / f.ranks_per_gpu;  // exact where every GPU holds as many
-      f.processes = true;
-      f.window_bytes = w_->process().window_bytes;
-    } else {
-      std::vector<int> devices;
-      for (int r = 0; r < size(); ++r) {
-        f.ranks_per_gpu = std::max(f.ranks_per_gpu, w_->ranks_on_device(w_->device_of(r)));
-        if (std::find(devices.begin(), devices.end(), w_->device_of(r)) == devices.end())
-          devices.push_back(w_->device_of(r));
-      }
-      f.gpus = static_cast<int>(devices.size());
-    }
-    f.channels = w_->opts().channels;
-    f.slot_bytes = w_->opts().slot_bytes;
-    return f;
-  }
+  // What algo::automatic picks its arm by (algo/automatic.hpp), computed once: a world's shape
+  // does not change. Ranks per GPU: a world of threads takes its fullest GPU's (every rank the
+  // same); a world of processes this rank's GPU's (ranks of GPUs that hold different numbers may
+  // then pick different arms: the call's fingerprint says so).
+  const world_facts& facts() const noexcept { return facts_; }
 
   // Throws the stall this rank's kernels recorded, if any (call after the stream synchronized).
   void check() const { gpu::check_stall(*w_, rank_); }
@@ -230,6 +214,28 @@ class communicator<Tr> {
   std::shared_ptr<gpu::world> owner_;  // a world of processes; a world of threads is the caller's
   gpu::world* w_;
   int rank_;
+  world_facts facts_;
+  static world_facts facts_of(const gpu::world& w) {
+    world_facts f;
+    f.ranks = w.size();
+    if (w.is_process()) {
+      f.ranks_per_gpu = w.process().ranks_on_gpu;
+      f.gpus = (w.size() + f.ranks_per_gpu - 1) / f.ranks_per_gpu;  // exact where every GPU holds as many
+      f.processes = true;
+      f.window_bytes = w.process().window_bytes;
+    } else {
+      std::vector<int> devices;
+      for (int r = 0; r < w.size(); ++r) {
+        f.ranks_per_gpu = std::max(f.ranks_per_gpu, w.ranks_on_device(w.device_of(r)));
+        if (std::find(devices.begin(), devices.end(), w.device_of(r)) == devices.end())
+          devices.push_back(w.device_of(r));
+      }
+      f.gpus = static_cast<int>(devices.size());
+    }
+    f.channels = w.opts().channels;
+    f.slot_bytes = w.opts().slot_bytes;
+    return f;
+  }
 };
 
 static_assert(communicator_like<communicator<transport::nvlink>> &&

@@ -64,12 +64,16 @@ double modeled_traffic(const world_facts& f, const coll_args& base, const gpu::o
         });
   } else {
     constexpr bool ll = std::is_same_v<typename Tuning::protocol, protocol::ll>;
+    constexpr bool ll128 = std::is_same_v<typename Tuning::protocol, protocol::ll128>;
     const std::size_t slot_bytes = tuned_slot_bytes<Tuning>(o.slot_bytes);
-    const index_t align = sizeof(T) >= 16 ? 1 : 16 / sizeof(T);
-    // The payload of a slot: all of it (simple); half of its 16-byte lines less the header line (ll).
-    const index_t slot = ll ? static_cast<index_t>((slot_bytes / 16 - 1) * 8 / sizeof(T)) / align * align
-                            : static_cast<index_t>(slot_bytes / sizeof(T)) / align * align;
-    return bench::traffic_bytes<K, Algo>(base, tuned_channels<Tuning>(o.channels), slot, align, sizeof(T), ll ? 2 : 1);
+    const index_t align = ll128 ? static_cast<index_t>(120 / sizeof(T)) : sizeof(T) >= 16 ? 1 : 16 / sizeof(T);
+    // The payload of a slot: all of it (simple); half of its 16-byte lines less the header line
+    // (ll); 120 of each 128-byte line less the header line (ll128).
+    const index_t slot = ll      ? static_cast<index_t>((slot_bytes / 16 - 1) * 8 / sizeof(T)) / align * align
+                         : ll128 ? static_cast<index_t>((slot_bytes / 128 - 1) * 120 / sizeof(T))
+                                 : static_cast<index_t>(slot_bytes / sizeof(T)) / align * align;
+    return bench::traffic_bytes<K, Algo>(base, tuned_channels<Tuning>(o.channels), slot, align, sizeof(T),
+                                         ll ? 2.0 : ll128 ? 128.0 / 120.0 : 1.0);
   }
 }
 
@@ -84,8 +88,8 @@ std::string arm_of(const world_facts& f, index_t count, bool in_place) {
 
 template <class K, class Algo, class T, class Op, class Tuning = tuning<>>
 void run_bench(const bench_settings& st, double copy_bw) {
-  constexpr bool ll = std::is_same_v<typename Tuning::protocol, protocol::ll>;
-  const std::string algo_name = std::string(Algo::name) + (ll ? "/ll" : "");
+  constexpr bool simple = std::is_same_v<typename Tuning::protocol, protocol::simple>;
+  const std::string algo_name = std::string(Algo::name) + (simple ? "" : std::string("/") + Tuning::protocol::name);
   const int n = st.ranks;
   const int per_gpu = st.ranks_per_gpu > 0 ? st.ranks_per_gpu : n;
   std::vector<int> devices(n);
@@ -393,7 +397,7 @@ int main(int argc, char** argv) {
           {"-t", &st.type, "element type: f32 or bf16"},
           {"-o", &st.op, "op of the reducing kinds: sum"},
           {"-g", &st.ranks_per_gpu, "ranks per GPU (rank r on GPU r / g); 0: every rank on GPU 0"},
-          {"-p", &st.protocol, "protocol of FIFO algorithms: simple or ll"},
+          {"-p", &st.protocol, "protocol of FIFO algorithms: simple, ll or ll128"},
           {"-G", bench::presence{&st.graph}, "replay the -n calls of every rank from one CUDA graph"},
           {"--check-max", &st.check_max_bytes, "check sizes up to this many bytes (the host reference is slow)"},
           {"--no-in-place", bench::presence{&st.in_place, false}, "out of place only"},
@@ -404,7 +408,8 @@ int main(int argc, char** argv) {
                      "collcomm_bench -k KIND -a ALGO -t f32|bf16 -r RANKS -b MIN -e MAX -f FACTOR -n CALLS "
                      "-w WARMUP -R REPS -c 0|1 [-G] [--json] [--nccl]");
   bench::check_settings(st);
-  if (st.protocol != "simple" && st.protocol != "ll") bench::die("-p must be simple or ll, not " + st.protocol);
+  if (st.protocol != "simple" && st.protocol != "ll" && st.protocol != "ll128")
+    bench::die("-p must be simple, ll or ll128, not " + st.protocol);
   int dev = 0;
   if (cudaGetDeviceCount(&dev) != cudaSuccess || dev == 0) bench::die("no CUDA device");
   COLLCOMM_BENCH_CUDA(cudaSetDevice(0));
@@ -431,11 +436,15 @@ int main(int argc, char** argv) {
                 (!K::reduces || st.op == "sum")) {
               if (st.protocol == "simple") run_bench<K, A, T, Op>(st, bw);
               // direct schedules move no FIFO messages
-              else if constexpr (!A::needs_direct)
-                run_bench<K, A, T, Op, tuning<protocol::ll>>(st, bw);
-              else
-                bench::die(std::string("algorithm ") + A::name +
-                           " moves no FIFO messages: protocol ll changes nothing for it");
+              else if constexpr (!A::needs_direct) {
+                if (st.protocol == "ll")
+                  run_bench<K, A, T, Op, tuning<protocol::ll>>(st, bw);
+                else
+                  run_bench<K, A, T, Op, tuning<protocol::ll128>>(st, bw);
+              } else {
+                bench::die(std::string("algorithm ") + A::name + " moves no FIFO messages: protocol " + st.protocol +
+                           " changes nothing for it");
+              }
               ran = true;
             }
           }

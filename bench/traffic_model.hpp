@@ -7,7 +7,7 @@
 // reduce reads every rank's source once. The total over all ranks and channels, divided by the
 // time of the collective, is the memory bandwidth the collective achieved — comparable with the
 // device's copy bandwidth measured as (read + write bytes) / time. With the ll protocol a slot
-// holds half payload, half flags, so slot accesses count twice their payload.
+// holds half payload, half flags, so slot accesses count twice their payload; with ll128, 128/120.
 #pragma once
 
 #include <collcomm/algo/primitives.hpp>
@@ -22,14 +22,15 @@ struct traffic_counter {
   index_t slot;
   index_t align;
   int nranks;
-  int slot_weight = 1;      // bytes moved in a slot per byte of payload: 1 (simple), 2 (ll: 8 of 16 bytes are flags)
-  std::uint64_t elems = 0;  // element reads + writes, slot accesses weighted by slot_weight
+  double slot_weight = 1;  // bytes moved in a slot per byte of payload: 1 (simple), 2 (ll: 8 of 16 bytes are
+                           // flags), 128/120 (ll128)
+  double elems = 0;        // element reads + writes, slot accesses weighted by slot_weight
 
   COLLCOMM_HD index_t slot_elems() const { return slot; }
   COLLCOMM_HD index_t align_elems() const { return align; }
   // slot: slot reads + writes per element; buffer: user-buffer reads + writes per element.
   COLLCOMM_HD void add(int slot_rw, int buffer_rw, index_t n) {
-    elems += static_cast<std::uint64_t>(slot_rw * slot_weight + buffer_rw) * n;
+    elems += (slot_rw * slot_weight + buffer_rw) * static_cast<double>(n);
   }
   COLLCOMM_HD void send(peers to, buf_ref, index_t n) { add(to.size, 1, n); }
   COLLCOMM_HD void recv(peers from, buf_ref, index_t n) { add(from.size, 1, n); }
@@ -49,8 +50,8 @@ struct traffic_counter {
 // Bytes of device memory all ranks' kernels read and write for one call.
 template <class K, class Algo>
 double traffic_bytes(coll_args base, int nchannels, index_t slot_elems, index_t align, std::size_t elem_size,
-                     int slot_weight = 1) {
-  std::uint64_t total = 0;
+                     double slot_weight = 1) {
+  double total = 0;
   for (int r = 0; r < base.nranks; ++r)
     for (int c = 0; c < nchannels; ++c) {
       coll_args a = base;
@@ -65,7 +66,7 @@ double traffic_bytes(coll_args base, int nchannels, index_t slot_elems, index_t 
       Algo::run(K{}, t, a);
       total += t.elems;
     }
-  return static_cast<double>(total) * static_cast<double>(elem_size);
+  return total * static_cast<double>(elem_size);
 }
 
 }  // namespace collcomm_bench

@@ -36,15 +36,16 @@ KINDS = ["all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce"]
 GPU_ARMS = {
     "all_reduce": [("one_shot", "simple", 1, 0), ("one_shot", "simple", 0, 0), ("two_shot", "simple", 0, 0),
                    ("ring", "ll", 1, 0), ("ring", "ll", 0, 0), ("tree", "ll", 4, 0), ("tree", "simple", 0, 1 << 20),
-                   ("ring", "simple", 0, 1 << 20), ("recursive_doubling", "ll", 1, 0)],
+                   ("ring", "simple", 0, 1 << 20), ("recursive_doubling", "ll", 1, 0),
+                   ("ring", "ll128", 0, 0), ("tree", "ll128", 0, 0)],
     "reduce_scatter": [("direct", "simple", 0, 0), ("ring", "ll", 1, 0), ("ring", "ll", 0, 0),
-                       ("ring", "simple", 0, 1 << 20)],
+                       ("ring", "simple", 0, 1 << 20), ("ring", "ll128", 0, 0)],
     "all_gather": [("direct", "simple", 0, 0), ("recursive_doubling", "ll", 1, 0), ("ring", "ll", 1, 0),
-                   ("ring", "ll", 0, 0), ("ring", "simple", 0, 1 << 20)],
+                   ("ring", "ll", 0, 0), ("ring", "simple", 0, 1 << 20), ("ring", "ll128", 0, 0)],
     "broadcast": [("tree", "ll", 1, 0), ("tree", "ll", 0, 0), ("ring", "ll", 0, 0), ("tree", "simple", 0, 1 << 20),
-                  ("ring", "simple", 0, 1 << 20)],
+                  ("ring", "simple", 0, 1 << 20), ("tree", "ll128", 0, 0), ("ring", "ll128", 0, 0)],
     "reduce": [("tree", "ll", 1, 0), ("tree", "ll", 0, 0), ("ring", "ll", 0, 0), ("tree", "simple", 0, 1 << 20),
-               ("ring", "simple", 0, 1 << 20)],
+               ("ring", "simple", 0, 1 << 20), ("tree", "ll128", 0, 0), ("ring", "ll128", 0, 0)],
 }
 HOST_ARMS = {
     "all_reduce": [("ring", "simple", 1, 65536), ("ring", "simple", 1, 4096), ("ring", "simple", 2, 65536),
@@ -57,6 +58,12 @@ ALGO_HEADERS = {"ring": "ring", "tree": "tree", "recursive_doubling": "recursive
 ELEM = {"f32": 4, "bf16": 2}
 TIMEOUT_S = 300  # one bench run (--timeout)
 REUSE = False  # --reuse
+
+
+def parse_bytes(text):
+    """'64M' -> 67108864 (the bench's K/M/G suffixes)."""
+    m = re.fullmatch(r"(\d+)([KMG]?)", text)
+    return int(m.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[m.group(2)]
 
 
 def arm_name(a):
@@ -91,7 +98,10 @@ def run(cmd, dry, log):
 def gpu_sweep(args, kind, ranks, arm, log):
     """{table bytes (count x element): median µs} of one arm, out of place."""
     algo, proto, ch, sb = arm
-    cmd = [args.bench, "-k", kind, "-a", algo, "-t", args.type, "-r", str(ranks), "-b", "8", "-e", args.max_bytes,
+    top = args.max_bytes
+    if proto == "ll" and parse_bytes(args.ll_max) < parse_bytes(top):
+        top = args.ll_max  # ll moves half its lines as flags: never the fastest at large sizes
+    cmd = [args.bench, "-k", kind, "-a", algo, "-t", args.type, "-r", str(ranks), "-b", "8", "-e", top,
            "-f", str(args.factor), "-n", str(args.iters), "-w", "5", "-R", str(args.reps), "-c", "1",
            "-C", str(ch), "-s", str(sb), "--check-max", args.check_max, "--no-in-place", "--json"]
     if algo != "automatic":
@@ -236,14 +246,35 @@ def main():
     ap.add_argument("--verify", action="store_true")
     ap.add_argument("--reuse", action="store_true",
                     help="choose again from OUT/sweep.json (e.g. another --keep); with --verify, read OUT/raw's logs")
+    ap.add_argument("--merge", default=None,
+                    help="comma-separated OUT folders of earlier sweeps (one kind or a few arms each): their "
+                         "sweep.json merged arm by arm into OUT/sweep.json, then chosen from as with --reuse")
+    ap.add_argument("--only-arms", default=None,
+                    help="sweep only the arms whose name (algo/protocol/cC/sS) matches this regular expression")
+    ap.add_argument("--ll-max", default="64M", help="GPU: sweep ll arms up to this size only")
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--timeout", type=int, default=300, help="seconds one bench run may take")
     ap.add_argument("--check-max", default="64K", help="GPU: check outputs up to this size (the reference is slow)")
     args = ap.parse_args()
     global TIMEOUT_S, REUSE
     TIMEOUT_S = args.timeout
+    os.makedirs(args.out, exist_ok=True)
+    if args.merge:  # the sweeps of several runs as one, then choose as --reuse does
+        merged = {}
+        for d in args.merge.split(","):
+            part = json.load(open(os.path.join(d, "sweep.json")))
+            meta = part.pop("_meta", {})
+            for r, kinds_ in part.items():  # arm by arm: later folders add arms or replace them
+                for kind, arms_ in kinds_.items():
+                    merged.setdefault(r, {}).setdefault(kind, {}).update(arms_)
+            merged.setdefault("_meta", meta)  # the first folder's commit, date and rounds
+        with open(os.path.join(args.out, "sweep.json"), "w") as f:
+            json.dump(merged, f, indent=1)
+        args.reuse = True
     REUSE = args.reuse
     arms = GPU_ARMS if args.mode == "gpu" else HOST_ARMS
+    if args.only_arms:
+        arms = {k: [a for a in v if re.search(args.only_arms, arm_name(a))] for k, v in arms.items()}
     kinds = args.kinds.split(",") if args.kinds else list(arms)
     ranks = [int(r) for r in args.ranks.split(",")]
     os.makedirs(os.path.join(args.out, "raw"), exist_ok=True)

@@ -10,6 +10,9 @@
 //   ll     — 16-byte lines of (4 B data, 4 B flag, 4 B data, 4 B flag), each half written and read
 //            as one 8-byte access, the flag being the message number: no fence, no tail to wait
 //            for, the lowest latency; 50 % payload (kernels/ll_fifo.cuh).
+//   ll128  — 128-byte lines of 120 B data and an 8-byte flag, each written and read by 8 lanes of
+//            one warp; relies on a warp's 128-byte store reaching a reader whole, so transport::nvlink
+//            only; 94 % payload, latency near ll's (kernels/ll128_fifo.cuh).
 // Protocol and threads pick the kernel (compile time: no run-time dispatch over them); channels
 // and slot bytes are launch parameters of that kernel, bounded by what the world allocated.
 // The host executor honors channels and slot bytes and ignores protocol and threads; the symbolic
@@ -31,11 +34,15 @@ struct simple {
 struct ll {
   static constexpr const char* name = "ll";
 };
+struct ll128 {
+  static constexpr const char* name = "ll128";
+};
 
 }  // namespace protocol
 
 template <class P>
-concept protocol_tag = std::same_as<P, protocol::simple> || std::same_as<P, protocol::ll>;
+concept protocol_tag =
+    std::same_as<P, protocol::simple> || std::same_as<P, protocol::ll> || std::same_as<P, protocol::ll128>;
 
 // Protocol: how FIFO messages move (above).
 // Channels: thread blocks (GPU) or channel passes (host) per rank and call; 0 takes the world's
@@ -46,7 +53,7 @@ concept protocol_tag = std::same_as<P, protocol::simple> || std::same_as<P, prot
 template <class Protocol = protocol::simple, int Channels = 0, std::size_t SlotBytes = 0, int Threads = 512>
 struct tuning {
   static_assert(protocol_tag<Protocol>,
-                "collcomm tuning: the protocol is collcomm::protocol::simple or collcomm::protocol::ll");
+                "collcomm tuning: the protocol is collcomm::protocol::simple, ll or ll128");
   static_assert(Channels >= 0, "collcomm tuning: Channels is at least 1 (or 0: the world's options::channels)");
   static_assert(
       SlotBytes % 16 == 0 && SlotBytes <= (std::size_t{1} << 31),

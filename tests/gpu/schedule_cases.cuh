@@ -2,7 +2,7 @@
 // schedules G (gpu_harness.cuh, schedule_groups: reducing, moving, rooted, and fifo<G> for a
 // FIFO-only transport). A test translation unit instantiates one group, so that none compiles
 // every kernel; the test_gpu_sched_*, test_gpu_ll_* and test_gpu_pcie_* files together cover
-// every kind. f32 throughout, sum for the kinds that reduce; every output element checked.
+// every kind (test_gpu_ll128_* for protocol ll128). f32 throughout, sum for the kinds that reduce; every output element checked.
 #pragma once
 
 #include "gpu_harness.cuh"
@@ -38,10 +38,11 @@ void twenty_calls_queued() {
   run_schedules<G>(w, sweep{{index_t{1031}, index_t{40009}}, 20, false, "simple"});
 }
 
-// The ll protocol: every schedule of G on N = 1, 2, 3, 4, 8 ranks, small slots (4 KiB: 255 data
-// lines, ~1 KiB of f32 per message) so that many messages flow and slots are reused many times
-// per call; 20 calls queued per rank out of place, once in place.
-template <class G>
+// A line protocol (ll, ll128): every schedule of G on N = 1, 2, 3, 4, 8 ranks, small slots
+// (4 KiB: 255 ll data lines, ~1 KiB of f32 per message; 31 ll128 lines, 930 f32) so that many
+// messages flow and slots are reused many times per call; 20 calls queued per rank out of place,
+// once in place.
+template <class G, class Protocol = protocol::ll>
 void every_schedule_ll() {
   for (int n : {1, 2, 3, 4, 8}) {
     gpu::options o;
@@ -49,7 +50,7 @@ void every_schedule_ll() {
     o.slot_bytes = 4096;
     o.timeout = std::chrono::milliseconds(5000);
     gpu::world w(n, {}, o);
-    run_schedules<G, tuning<protocol::ll>>(w, sweep{sweep_counts(n), 20, true, "ll"});
+    run_schedules<G, tuning<Protocol>>(w, sweep{sweep_counts(n), 20, true, Protocol::name});
   }
 }
 

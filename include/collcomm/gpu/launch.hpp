@@ -66,6 +66,12 @@ launch_shape shape_of(const world& w, const char* what, int rank) {
                  (Tuning::slot_bytes ? "tuning's slot_bytes = " : "option 'slot_bytes' = ") +
                      std::to_string(s.slot_bytes) + " is too small for protocol " + protocol_t::name +
                      ": it needs at least " + std::to_string(kernels::min_slot_bytes<protocol_t>));
+  if (s.slot_bytes % kernels::slot_granule<protocol_t>)
+    detail::fail(errc::invalid_argument, what, rank,
+                 (Tuning::slot_bytes ? "tuning's slot_bytes = " : "option 'slot_bytes' = ") +
+                     std::to_string(s.slot_bytes) + " is not a multiple of " +
+                     std::to_string(kernels::slot_granule<protocol_t>) + ", which protocol " + protocol_t::name +
+                     " needs (its lines are that long)");
   return s;
 }
 

@@ -72,6 +72,9 @@ void launch_handle(handle_list<Handles...>, int index, world& w, int rank, const
 // kernels taking the device handle the world was made for (transport_traits<Tr>::handle_index).
 template <class K, class Algo, tuning_like Tuning = tuning<>, gpu_transport Tr = transport::nvlink, class T, class Op>
 void launch(world& w, int rank, coll_args a, const T* in, T* out, Op op, cudaStream_t stream, void* stage = nullptr) {
+  static_assert(!std::is_same_v<typename Tuning::protocol, protocol::ll128> || std::is_same_v<Tr, transport::nvlink>,
+                "collcomm protocol axis: ll128 relies on a warp's 128-byte store reaching its reader whole, which "
+                "NVLink and one GPU's memory give and PCIe does not: over pcie and pcie_staged use ll or simple");
   launch_detail::launch_handle<K, Algo, Tuning>(typename transport_traits<Tr>::handles{},
                                                 transport_traits<Tr>::handle_index(w), w, rank, a, in, out, op, stream,
                                                 stage);
@@ -88,6 +91,8 @@ void preload_all(handle_list<Handles...>) {
 // (communicator<Tr>::run does it for the calls inside gpu::preload: gpu/communicator.hpp).
 template <class K, class Algo, class T, class Op, tuning_like Tuning, gpu_transport Tr>
 void preload_composition() {
+  static_assert(!std::is_same_v<typename Tuning::protocol, protocol::ll128> || std::is_same_v<Tr, transport::nvlink>,
+                "collcomm protocol axis: ll128 is for transport::nvlink only (gpu::launch says why)");
   launch_detail::preload_all<K, Algo, T, Op, Tuning>(typename transport_traits<Tr>::handles{});
 }
 

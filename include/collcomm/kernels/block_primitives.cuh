@@ -3,7 +3,7 @@
 //
 // block_primitives<Handle, T, Op, Protocol> is composed from parts, each with one job:
 //   channel_state<Handle, T, Op>  the block's view of the call, the transport and its counts (channel.cuh)
-//   Protocol's FIFO family        simple_fifo (simple_fifo.cuh) or ll_fifo (ll_fifo.cuh): send, recv and
+//   Protocol's FIFO family        simple_fifo, ll_fifo or ll128_fifo (simple_fifo.cuh, ...): send, recv and
 //                                 the recv_*/copy_send steps through the connections' slots
 //   direct_family                 barrier, direct_reduce_copy, direct_copy (direct_primitives.cuh); present
 //                                 only where Handle::load_store
@@ -13,6 +13,7 @@
 
 #include <collcomm/kernels/channel.cuh>
 #include <collcomm/kernels/direct_primitives.cuh>
+#include <collcomm/kernels/ll128_fifo.cuh>
 #include <collcomm/kernels/ll_fifo.cuh>
 #include <collcomm/kernels/simple_fifo.cuh>
 #include <collcomm/tuning.hpp>
@@ -29,6 +30,10 @@ struct fifo_family_of {
 template <class State>
 struct fifo_family_of<protocol::ll, State> {
   using type = ll_fifo<State>;
+};
+template <class State>
+struct fifo_family_of<protocol::ll128, State> {
+  using type = ll128_fifo<State>;
 };
 
 template <class Handle, class T, class Op, class Protocol>

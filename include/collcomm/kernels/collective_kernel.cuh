@@ -22,10 +22,15 @@
 COLLCOMM_NAMESPACE_BEGIN
 namespace kernels {
 
-// The smallest FIFO slot a protocol can use: simple moves 16-byte vectors; ll needs a header line
-// and one data line (gpu::launch refuses smaller slots).
+// The smallest FIFO slot a protocol can use: simple moves 16-byte vectors; ll and ll128 need a
+// header line and one data line (gpu::launch refuses smaller slots).
 template <class Protocol>
-inline constexpr std::size_t min_slot_bytes = std::is_same_v<Protocol, protocol::ll> ? 32 : 16;
+inline constexpr std::size_t min_slot_bytes =
+    std::is_same_v<Protocol, protocol::ll> ? 32 : std::is_same_v<Protocol, protocol::ll128> ? 256 : 16;
+// The granularity of a protocol's slot: ll128's lines are 128-byte aligned (gpu::launch refuses
+// other slot sizes).
+template <class Protocol>
+inline constexpr std::size_t slot_granule = std::is_same_v<Protocol, protocol::ll128> ? 128 : 16;
 
 // Most ranks one launch carries (ranks of a world that share one GPU).
 inline constexpr int max_launch_ranks = 32;

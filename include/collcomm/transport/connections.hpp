@@ -21,7 +21,10 @@ struct connection_layout {
   int slots;
   std::size_t slot_bytes;
 
-  std::size_t per_connection() const { return slot_bytes * slots + sizeof(std::uint64_t) * (slots + 2); }
+  // Each connection starts 128-byte aligned (protocol ll128's lines: kernels/ll128_fifo.cuh).
+  std::size_t per_connection() const {
+    return (slot_bytes * slots + sizeof(std::uint64_t) * (slots + 2) + 127) / 128 * 128;
+  }
   // One receiver's connections: nchannels x nranks FIFOs.
   std::size_t per_receiver() const { return per_connection() * static_cast<std::size_t>(nchannels) * nranks; }
 

@@ -2,7 +2,7 @@
 # One device session's runs on the H200 (nvidia-h200), binaries prebuilt in BIN (.deps/bin):
 #   bash bench/results/h200_2026-12-05/run.sh OUT tests          GPU tests: test_gpu_ll128*,
 #        test_gpu_api, test_gpu_net_ibverbs (ranks as threads; TESTS: which), test_gpu_mp without
-#        and under MPS
+#        and under MPS (MP=0: not)
 #   bash bench/results/h200_2026-12-05/run.sh OUT sweep SECONDS  bench/tune.py's GPU sweep, one
 #        (kind, rank count) at a time while SECONDS remain (KINDS, RANKS, ONLY_ARMS: which), each into its own
 #        folder tune_KIND_rN (merged afterwards: tune.py --merge)
@@ -33,6 +33,7 @@ tests)
     timeout 150 "$BIN/$t" > "$W/$t.log" 2>&1
     step "$t rc=$? ($((SECONDS - t0)) s) $(doctest_counts "$W/$t.log")"
   done
+  [[ ${MP:-1} == 1 ]] || exit 0
   export COLLCOMM_MP_EXE=1
   unset CUDA_MPS_PIPE_DIRECTORY
   t0=$SECONDS

@@ -80,7 +80,7 @@ class primitives {
         slot_elems_(static_cast<index_t>(slot_bytes / sizeof(T) / align * align)),
         scratch_(w.scratch(rank_)),
         flat_call_(flat_call) {
-    if constexpr (requires { w.flat_post(0, 0, 0, call); }) {
+    if constexpr (requires { w.flat_post(0, 0, 0, call, 0); }) {
       if (flat_call_ != 0) {
         std::memcpy(w.flat_data(rank_, flat_call_), in, in_elems * sizeof(T));
         return;
@@ -234,11 +234,12 @@ class primitives {
   // The barriers around a direct schedule's peer accesses (algo/primitives.hpp): a small call's
   // post and wait at its mailboxes, and nothing after.
   void entry_barrier() {
-    if constexpr (requires { w_.flat_post(0, 0, 0, call_); }) {
+    if constexpr (requires { w_.flat_post(0, 0, 0, call_, 0); }) {
       if (flat_call_ != 0) {
-        w_.flat_post(rank_, flat_call_, in_elems_, call_);
+        const std::uint64_t check = detail::flat_check(in_elems_, call_);
+        w_.flat_post(rank_, flat_call_, in_elems_, call_, check);
         for (int r = 0; r < nranks_; ++r)
-          if (r != rank_) w_.flat_wait(rank_, r, flat_call_, in_elems_, call_, what_);
+          if (r != rank_) w_.flat_wait(rank_, r, flat_call_, in_elems_, call_, check, what_);
         return;
       }
     }

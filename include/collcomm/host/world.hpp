@@ -132,15 +132,34 @@ struct padded_counter {
 };
 
 // A rank's mailbox for small direct calls (world::flat_bytes): two of them per rank, used in turn.
-// The owner writes the call's input after the header, then `seq`, its count of such calls
-// (release); peers wait for `seq` (acquire) and read the input there.
+// Its first cache line holds `seq` (the owner's count of such calls), `check` (a hash of the call's
+// fingerprint and element count) and the input's first flat_inline_bytes; the rest of the input
+// follows, then the fingerprint and count themselves (flat_detail), read only to describe a
+// disagreement. The owner writes input, detail and check, then `seq` (release); a peer waits for
+// `seq` (acquire), compares `check` with its own call's and reads the input: a call of at most
+// flat_inline_bytes moves one cache line per peer.
 struct alignas(64) flat_header {
   std::uint64_t seq;
+  std::uint64_t check;
+};
+struct flat_detail {
   index_t elems;
   call_fingerprint call;
 };
 inline constexpr std::size_t flat_data_bytes = 4096;
-inline constexpr std::size_t flat_box_bytes = (sizeof(flat_header) + 63) / 64 * 64 + flat_data_bytes;
+inline constexpr std::size_t flat_inline_bytes = 64 - 2 * sizeof(std::uint64_t);
+inline constexpr std::size_t flat_detail_offset = (2 * sizeof(std::uint64_t) + flat_data_bytes + 63) / 64 * 64;
+inline constexpr std::size_t flat_box_bytes = (flat_detail_offset + sizeof(flat_detail) + 63) / 64 * 64;
+// The check word of a mailbox call: its fingerprint and element count, mixed.
+inline std::uint64_t flat_check(index_t elems, const call_fingerprint& call) noexcept {
+  std::uint64_t w[6];
+  static_assert(sizeof(call_fingerprint) == 5 * sizeof(std::uint64_t));
+  std::memcpy(w, &call, sizeof call);
+  w[5] = static_cast<std::uint64_t>(elems);
+  std::uint64_t h = 0x9E3779B97F4A7C15ull;
+  for (std::uint64_t x : w) h = (h ^ x) * 0xBF58476D1CE4E5B9ull, h ^= h >> 31;
+  return h;
+}
 
 // The collective call a rank is in (world::note_call), for a peer that timed out waiting for it:
 // written by its owner at the start of every collective call, read by others only then. `version`
@@ -581,13 +600,18 @@ class world {
   // This rank's next mailbox call: its number (from 1) and the mailbox to fill (flat_data).
   std::uint64_t next_flat_call(int rank) noexcept { return ++flat_calls_[static_cast<std::size_t>(rank)]; }
   std::byte* flat_data(int rank, std::uint64_t seq) noexcept {
-    return reinterpret_cast<std::byte*>(flat_header_of(rank, seq)) + (sizeof(detail::flat_header) + 63) / 64 * 64;
+    return reinterpret_cast<std::byte*>(flat_header_of(rank, seq)) + sizeof(detail::flat_header::seq) +
+           sizeof(detail::flat_header::check);
   }
-  // Posts rank's mailbox of call `seq` (its input already in flat_data) and wakes the peers.
-  void flat_post(int rank, std::uint64_t seq, index_t elems, const call_fingerprint& call) noexcept {
+  // Posts rank's mailbox of call `seq` (its input already in flat_data; `check` = flat_check(elems,
+  // call)) and wakes the peers.
+  void flat_post(int rank, std::uint64_t seq, index_t elems, const call_fingerprint& call,
+                 std::uint64_t check) noexcept {
     detail::flat_header* h = flat_header_of(rank, seq);
-    h->elems = elems;
-    h->call = call;
+    detail::flat_detail* d = flat_detail_of(h);
+    d->elems = elems;
+    d->call = call;
+    h->check = check;
     detail::sys_atomic<std::uint64_t>(h->seq).store(seq, cuda::std::memory_order_release);
     for (int r = 0; r < nranks_; ++r)
       if (r != rank) detail::ring(doorbell_of(r));
@@ -595,7 +619,7 @@ class world {
   // Waits until `peer` posted its mailbox of call `seq`, checks that it is of `call` with `elems`
   // elements, and returns its input.
   const std::byte* flat_wait(int rank, int peer, std::uint64_t seq, index_t elems, const call_fingerprint& call,
-                             const char* what) {
+                             std::uint64_t check, const char* what) {
     detail::flat_header* h = flat_header_of(peer, seq);
     detail::sys_atomic<std::uint64_t> posted(h->seq);
     detail::wait_until(
@@ -611,9 +635,11 @@ class world {
           check_stale(0, 1, rank, call, what, false);
           check_same_call(what, rank, call);
         });
-    const unsigned fields = differing_fields(call, h->call);
-    if (fields != 0 || h->elems != elems || posted.load(cuda::std::memory_order_relaxed) != seq)
-      disagree(what, rank, peer, call, h->call, fields, "the input rank " + std::to_string(peer) + " posts for it");
+    if (h->check != check || posted.load(cuda::std::memory_order_relaxed) != seq) {
+      const detail::flat_detail* d = flat_detail_of(h);
+      disagree(what, rank, peer, call, d->call, differing_fields(call, d->call),
+               "the input rank " + std::to_string(peer) + " posts for it");
+    }
     return flat_data(peer, seq);
   }
 
@@ -846,6 +872,9 @@ class world {
   std::unique_ptr<flat_box[]> own_flat_;          // threads: the mailboxes
   std::byte* flat_ = nullptr;                     // (rank, 2): mailboxes of flat_box_bytes
   std::unique_ptr<std::uint64_t[]> flat_calls_;  // (rank): mailbox calls made; each by that rank only
+  static detail::flat_detail* flat_detail_of(detail::flat_header* h) noexcept {
+    return reinterpret_cast<detail::flat_detail*>(reinterpret_cast<std::byte*>(h) + detail::flat_detail_offset);
+  }
   detail::flat_header* flat_header_of(int rank, std::uint64_t seq) noexcept {
     return reinterpret_cast<detail::flat_header*>(
         flat_ + (static_cast<std::size_t>(rank) * 2 + static_cast<std::size_t>(seq & 1)) * detail::flat_box_bytes);

@@ -637,8 +637,12 @@ class world {
         });
     if (h->check != check || posted.load(cuda::std::memory_order_relaxed) != seq) {
       const detail::flat_detail* d = flat_detail_of(h);
-      disagree(what, rank, peer, call, d->call, differing_fields(call, d->call),
-               "the input rank " + std::to_string(peer) + " posts for it");
+      const std::string where = "the input rank " + std::to_string(peer) + " posts for it";
+      if (const unsigned fields = differing_fields(call, d->call); fields != 0)
+        disagree(what, rank, peer, call, d->call, fields, where);
+      disagree(what, rank, peer, call, d->call, 0,
+               where + ", of " + std::to_string(d->elems) + " elements where rank " + std::to_string(rank) +
+                   " expects " + std::to_string(elems));
     }
     return flat_data(peer, seq);
   }

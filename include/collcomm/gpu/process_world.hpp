@@ -252,9 +252,13 @@ std::shared_ptr<world> join_world(B& boot, int device, options opts) {
                            "argument 'nranks' and options 'channels', 'slots', 'slot_bytes', 'window_bytes'");
   const std::size_t nn = static_cast<std::size_t>(n), ncs = static_cast<std::size_t>(nc);
   const std::size_t slots = static_cast<std::size_t>(opts.slots);
-  // layout.per_receiver(): nranks x channels x (slots x slot_bytes + 8 x (slots + 2))
-  const std::size_t conn_bytes =
-      z.mul(z.mul(nn, ncs), z.add(z.mul(slots, opts.slot_bytes), z.mul(sizeof(std::uint64_t), z.add(slots, 2))));
+  // layout.per_receiver(): nranks x channels x layout.per_connection(), each connection
+  // (slots x slot_bytes + 8 x (slots + 2)) rounded up to 128 bytes
+  const std::size_t conn_bytes = z.mul(
+      z.mul(nn, ncs),
+      z.align_up(z.add(z.mul(slots, opts.slot_bytes), z.mul(sizeof(std::uint64_t), z.add(slots, 2))), 128));
+  if (conn_bytes != layout.per_receiver())
+    cd::fail(errc::internal, where, me, "the connections' size disagrees with transport::connection_layout");
   const std::size_t barrier_at = z.align_up(conn_bytes, 256);
   const std::size_t window_at = z.align_up(z.add(barrier_at, z.mul(128, ncs)), 256);
   // The window: input, output (direct schedules staged by copies), then two halves where kernels

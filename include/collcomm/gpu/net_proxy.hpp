@@ -25,7 +25,8 @@
 //           gives the peer its credit.
 // Connections are made when first needed: the lower rank connects when its outbox has a message
 // or when the peer asks (a request: the higher rank with a message for a peer it has no
-// connection to asks, every 100 ms, until the connection exists).
+// connection to asks, every 100 ms, until the connection exists). A backend whose connections
+// are all made with the endpoint (ibverbs) has each taken on the proxy's first pass, inbox or not.
 //
 // Failures. A connection that fails (a peer whose process died, a reset, a protocol error; a
 // peer that left with a bye is none), a peer's abort text, or a connect that runs out of time is
@@ -338,7 +339,11 @@ class net_part {
         const std::uint64_t tail = load(out.tail);
         link& l = slot(ch, p);
         if (!l.c) {
-          if (tail == 0) continue;
+          // A lazy backend's connection waits for this side's first message (or the peer's, above).
+          // An eager one's (ibverbs) exists from the endpoint on, and the peer's messages land in
+          // the inbox whether or not this side sends any: only a link polls their completions and
+          // publishes them (a rank that only receives from `p`, as from its ring predecessor).
+          if (lazy && tail == 0) continue;
           make(ch, p);
         }
         connection_type& c = *l.c;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device session's runs on the H200 (nvidia-h200), binaries prebuilt in BIN (.deps/bin):
 #   bash bench/results/h200_2026-12-05/run.sh OUT tests          GPU tests: test_gpu_ll128*,
-#        test_gpu_api, test_gpu_net_ibverbs (ranks as threads; TESTS: which), test_gpu_mp without
+#        test_gpu_api, test_gpu_net_ibverbs (ranks as threads; TESTS: which, TEST_TIMEOUT: seconds each), test_gpu_mp without
 #        and under MPS (MP=0: not)
 #   bash bench/results/h200_2026-12-05/run.sh OUT sweep SECONDS  bench/tune.py's GPU sweep, one
 #        (kind, rank count) at a time while SECONDS remain (KINDS, RANKS, ONLY_ARMS: which), each into its own
@@ -30,7 +30,7 @@ tests)
              test_gpu_ll128_rooted}; do
     [[ -x $BIN/$t ]] || { step "$t: not in $BIN"; continue; }
     t0=$SECONDS
-    timeout 150 "$BIN/$t" > "$W/$t.log" 2>&1
+    timeout "${TEST_TIMEOUT:-150}" "$BIN/$t" > "$W/$t.log" 2>&1
     step "$t rc=$? ($((SECONDS - t0)) s) $(doctest_counts "$W/$t.log")"
   done
   [[ ${MP:-1} == 1 ]] || exit 0

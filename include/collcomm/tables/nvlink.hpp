@@ -1,13 +1,14 @@
 // collcomm/tables/nvlink.hpp — algo::automatic's table for the GPU executor over transport::nvlink.
-// Written by bench/tune.py; rewrite it by re-running the script on the GPU (bench/tune.py --help).
-// Source: the figures of bench/RESULTS.md on one H200, 8 ranks as threads (2026-12-03/04): one_shot
-// 3.4-3.9 µs to 8 KiB from a graph (ring/ll 13-45 µs, ring 52-67 µs), 1 channel the fastest to
-// 8 KiB; two_shot 1.85 ms at 256 MiB against ring's ~3.4 ms while every rank is on one GPU; ring
-// with the world's options elsewhere.
+// Written by bench/tune.py; rewrite it by re-running the script (bench/tune.py --help).
+// Source: gpu sweep of all_reduce at 2,4,8 ranks, f32, to 1G, median of 1 round(s), an arm kept
+// while within 10% of the fastest; 2026-12-05, one H200, ranks as threads, binaries of a5cf271; logs
+// in bench/results/tune_h200_2026-12-05
 #pragma once
 
 #include <collcomm/algo/automatic.hpp>
 #include <collcomm/algo/one_shot.hpp>
+#include <collcomm/algo/recursive_doubling.hpp>
+#include <collcomm/algo/ring.hpp>
 #include <collcomm/algo/two_shot.hpp>
 #include <collcomm/config.hpp>
 #include <collcomm/kinds.hpp>
@@ -17,10 +18,17 @@ COLLCOMM_NAMESPACE_BEGIN
 namespace tables {
 
 using nvlink = rule_table<
-    // kind             condition                        algorithm       tuning (protocol, channels, slot bytes)
-    rule<kind::all_reduce, when{.max_bytes = 8192},      algo::one_shot, tuning<protocol::simple, 1>>,
-    rule<kind::all_reduce, when{.max_bytes = 262144},    algo::one_shot, tuning<protocol::simple>>,
-    rule<kind::all_reduce, when{.max_gpus = 1},          algo::two_shot, tuning<protocol::simple>>>;
+    rule<kind::all_reduce, when{.max_bytes = 32768, .max_ranks = 2, .max_gpus = 1}, algo::recursive_doubling, tuning<protocol::ll, 1>>,
+    rule<kind::all_reduce, when{.max_bytes = 2097152, .max_ranks = 2, .max_gpus = 1}, algo::one_shot, tuning<protocol::simple>>,
+    rule<kind::all_reduce, when{.max_ranks = 2, .max_gpus = 1}, algo::two_shot, tuning<protocol::simple>>,
+    rule<kind::all_reduce, when{.max_bytes = 8, .min_ranks = 3, .max_ranks = 4, .max_gpus = 1}, algo::ring, tuning<protocol::ll, 1>>,
+    rule<kind::all_reduce, when{.max_bytes = 32, .min_ranks = 3, .max_ranks = 4, .max_gpus = 1}, algo::one_shot, tuning<protocol::simple>>,
+    rule<kind::all_reduce, when{.max_bytes = 131072, .min_ranks = 3, .max_ranks = 4, .max_gpus = 1}, algo::one_shot, tuning<protocol::simple, 1>>,
+    rule<kind::all_reduce, when{.max_bytes = 2097152, .min_ranks = 3, .max_ranks = 4, .max_gpus = 1}, algo::one_shot, tuning<protocol::simple>>,
+    rule<kind::all_reduce, when{.min_ranks = 3, .max_ranks = 4, .max_gpus = 1}, algo::two_shot, tuning<protocol::simple>>,
+    rule<kind::all_reduce, when{.max_bytes = 131072, .min_ranks = 5, .max_gpus = 1}, algo::one_shot, tuning<protocol::simple, 1>>,
+    rule<kind::all_reduce, when{.max_bytes = 2097152, .min_ranks = 5, .max_gpus = 1}, algo::one_shot, tuning<protocol::simple>>,
+    rule<kind::all_reduce, when{.min_ranks = 5, .max_gpus = 1}, algo::two_shot, tuning<protocol::simple>>>;
 
 }  // namespace tables
 COLLCOMM_NAMESPACE_END

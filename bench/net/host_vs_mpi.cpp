@@ -9,9 +9,12 @@
 //                           [--min-bytes 8] [--max-bytes 64M] [--step 4] [--budget 1G]
 //                           [--min-reps 5] [--max-reps 200]
 //                           [--slot-bytes B] [--slots S] [--channels C] (host::options; default: its defaults)
-//   (as root: --allow-run-as-root; more ranks than cores: --oversubscribe)
+//                           [--ranks-as processes|threads]
+//   (as root: --allow-run-as-root; more ranks than cores: --oversubscribe; threads: --bind-to none)
 //
-// Rank 0 prints, per size: reps, MPI's and collcomm's median and minimum (µs), and MPI's median
+// --ranks-as threads: collcomm's ranks are instead as many threads of rank 0's process (a host::world
+// of threads, heap memory), timed the same way, while the other processes sleep in a barrier; MPI
+// still runs on the processes. Rank 0 prints, per size: reps, MPI's and collcomm's median and minimum (µs), and MPI's median
 // over collcomm's (> 1: collcomm faster); with algo automatic (the default), the arm it takes, on a
 // "# from N B:" line where it changes.
 #include "bench_common.hpp"
@@ -22,8 +25,11 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -85,12 +91,71 @@ timing time_calls(const std::function<void(float*)>& f, std::vector<float>& recv
   return r;
 }
 
+// The same for the ranks of a world of threads (rank 0's process only): per call the slowest
+// thread's time, every thread's output checked.
+timing time_threads(collcomm::host::world& w, const all_reduce_fn& run, std::size_t count, int reps,
+                    std::string* arm) {
+  const int n = w.size();
+  const int warm = std::clamp(reps / 10, 1, 5);
+  std::vector<std::vector<double>> t(static_cast<std::size_t>(n), std::vector<double>(static_cast<std::size_t>(reps)));
+  std::vector<std::size_t> bad(static_cast<std::size_t>(n), 0);
+  collcomm::host::run_ranks(w, [&](host_comm& c) {
+    const int r = c.rank();
+    std::vector<float> send(count), recv(count, netbench::poison);
+    for (std::size_t i = 0; i < count; ++i) send[i] = netbench::value(i, r);
+    for (int k = 0; k < warm; ++k) run(c, send.data(), recv.data(), count);
+    std::size_t b = netbench::wrong(netbench::coll::all_reduce, recv.data(), count, r, n);
+    std::fill(recv.begin(), recv.end(), netbench::poison);
+    for (int k = 0; k < reps; ++k) {
+      const auto t0 = std::chrono::steady_clock::now();
+      run(c, send.data(), recv.data(), count);
+      t[static_cast<std::size_t>(r)][static_cast<std::size_t>(k)] =
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    }
+    bad[static_cast<std::size_t>(r)] = b + netbench::wrong(netbench::coll::all_reduce, recv.data(), count, r, n);
+    if (r == 0 && arm)
+      *arm = collcomm::chosen_arm<collcomm::kind::all_reduce, void, collcomm::transport::host_shm,
+                                  collcomm::op::sum, float>(c.facts(), count);
+  });
+  std::vector<double> worst(static_cast<std::size_t>(reps), 0);
+  timing r;
+  for (int q = 0; q < n; ++q) {
+    r.wrong += bad[static_cast<std::size_t>(q)];
+    for (int k = 0; k < reps; ++k)
+      worst[static_cast<std::size_t>(k)] =
+          std::max(worst[static_cast<std::size_t>(k)], t[static_cast<std::size_t>(q)][static_cast<std::size_t>(k)]);
+  }
+  std::sort(worst.begin(), worst.end());
+  r.median = reps % 2 ? worst[static_cast<std::size_t>(reps / 2)]
+                      : 0.5 * (worst[static_cast<std::size_t>(reps / 2 - 1)] + worst[static_cast<std::size_t>(reps / 2)]);
+  r.min = worst.front();
+  return r;
+}
+
+// A barrier the waiting processes sleep in (an MPI barrier would poll and take the CPUs that rank
+// 0's threads are timed on).
+void sleeping_barrier() {
+  MPI_Request req;
+  MPI_Ibarrier(MPI_COMM_WORLD, &req);
+  for (int done = 0;;) {
+    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    if (done) return;
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   const netbench::args a{argc, argv};
   const std::string algo = a.str("algo", "automatic");
+  const std::string ranks_as = a.str("ranks-as", "processes");
+  if (ranks_as != "processes" && ranks_as != "threads") {
+    std::fprintf(stderr, "--ranks-as is processes or threads, not '%s'\n", ranks_as.c_str());
+    return 2;
+  }
+  const bool threads = ranks_as == "threads";
   netbench::sweep_options o = netbench::sweep_from_args(a);
   if (!a.get("max-bytes")) o.max_bytes = std::size_t{64} << 20;
   if (!a.get("step")) o.step = 4;
@@ -105,15 +170,18 @@ int main(int argc, char** argv) {
     host_comm comm(boot, ho);
     const int rank = comm.rank(), n = comm.size();
     const all_reduce_fn run = parse_algo(algo);
+    std::unique_ptr<collcomm::host::world> thread_world;
+    if (threads && rank == 0) thread_world = std::make_unique<collcomm::host::world>(n, ho);
     if (rank == 0) {
       char version[MPI_MAX_LIBRARY_VERSION_STRING];
       int len = 0;
       MPI_Get_library_version(version, &len);
       std::string v(version, static_cast<std::size_t>(len));
       if (auto nl = v.find(','); nl != std::string::npos) v.resize(nl);
-      std::printf("# all_reduce f32 sum, %d processes: collcomm host_shm (algo %s, slot_bytes %zu, slots %d, "
+      std::printf("# all_reduce f32 sum, %d processes: collcomm host_shm (%s; algo %s, slot_bytes %zu, slots %d, "
                   "channels %d) beside %s\n",
-                  n, algo.c_str(), ho.slot_bytes, ho.slots, ho.channels, v.c_str());
+                  n, threads ? "ranks as threads of rank 0's process" : "ranks as the processes", algo.c_str(),
+                  ho.slot_bytes, ho.slots, ho.channels, v.c_str());
       std::printf("# time: per call, max over ranks; median and min over reps (µs); ratio: MPI / collcomm medians\n");
       std::printf("#%11s %11s %5s %12s %12s %12s %12s %8s %7s\n", "size(B)", "count", "reps", "mpi_med", "mpi_min",
                   "cc_med", "cc_min", "ratio", "#wrong");
@@ -131,17 +199,33 @@ int main(int argc, char** argv) {
           [&](float* r) { MPI_Allreduce(send.data(), r, static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); },
           recv, count, rank, n, reps);
       timing c;
-      try {
-        c = time_calls([&](float* r) { run(comm, send.data(), r, count); }, recv, count, rank, n, reps);
-      } catch (const collcomm::error& e) {  // e.g. a direct algorithm above its window: the sweep ends here
-        if (rank == 0) std::printf("# %zu B: collcomm refused: %s\n", count * sizeof(float), e.what());
-        break;
+      std::string arm;
+      if (threads) {
+        int refused = 0;
+        if (rank == 0) {
+          try {
+            c = time_threads(*thread_world, run, count, reps, &arm);
+          } catch (const collcomm::error& e) {
+            std::printf("# %zu B: collcomm refused: %s\n", count * sizeof(float), e.what());
+            refused = 1;
+          }
+        }
+        sleeping_barrier();
+        MPI_Bcast(&refused, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        if (refused) break;
+      } else {
+        try {
+          c = time_calls([&](float* r) { run(comm, send.data(), r, count); }, recv, count, rank, n, reps);
+        } catch (const collcomm::error& e) {  // e.g. a direct algorithm above its window: the sweep ends here
+          if (rank == 0) std::printf("# %zu B: collcomm refused: %s\n", count * sizeof(float), e.what());
+          break;
+        }
+        if (rank == 0)
+          arm = collcomm::chosen_arm<collcomm::kind::all_reduce, void, collcomm::transport::host_shm,
+                                     collcomm::op::sum, float>(comm.facts(), count);
       }
       total_wrong += m.wrong + c.wrong;
       if (rank == 0 && (algo == "automatic" || algo == "default")) {  // the arm, where it changes
-        const std::string arm =
-            collcomm::chosen_arm<collcomm::kind::all_reduce, void, collcomm::transport::host_shm, collcomm::op::sum,
-                                 float>(comm.facts(), count);
         if (arm != last_arm) std::printf("# from %zu B: %s\n", count * sizeof(float), arm.c_str());
         last_arm = arm;
       }

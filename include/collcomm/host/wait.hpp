@@ -93,6 +93,7 @@ inline void sleep_on(doorbell& d, std::uint32_t key, std::chrono::nanoseconds sl
 // the work; a handful of polls still catches a peer that is about to publish.
 inline constexpr int spin_polls = 64;
 inline constexpr int yield_polls = 8;
+inline constexpr std::chrono::nanoseconds spin_yield_every = std::chrono::microseconds(3);
 #if defined(__linux__)
 inline constexpr std::chrono::nanoseconds first_slice = std::chrono::milliseconds(1);
 inline constexpr std::chrono::nanoseconds max_slice = std::chrono::milliseconds(20);
@@ -127,11 +128,23 @@ void wait_until(doorbell& d, std::chrono::milliseconds timeout, std::chrono::nan
                 OnTimeout&& on_timeout, Watch&& watch) {
   if (ready()) return;
   if (spin.count() > 0) {
-    const auto until = std::chrono::steady_clock::now() + spin;
+    // Yields every spin_yield_every while polling: a peer that the scheduler put on this CPU (the
+    // ranks have CPUs enough, but not one each at the moment) runs at once instead of after the
+    // whole spin; where no other thread is runnable here, a yield returns in well under a
+    // microsecond.
+    auto now = std::chrono::steady_clock::now();
+    const auto until = now + spin;
+    auto next_yield = now + spin_yield_every;
     do {
       for (int i = 0; i < 16; ++i) cpu_relax();
       if (ready()) return;
-    } while (std::chrono::steady_clock::now() < until);
+      now = std::chrono::steady_clock::now();
+      if (now >= next_yield) {
+        std::this_thread::yield();
+        if (ready()) return;
+        next_yield = now + spin_yield_every;
+      }
+    } while (now < until);
   } else {
     for (int i = 0; i < spin_polls; ++i) {
       cpu_relax();

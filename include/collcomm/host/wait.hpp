@@ -93,7 +93,7 @@ inline void sleep_on(doorbell& d, std::uint32_t key, std::chrono::nanoseconds sl
 // the work; a handful of polls still catches a peer that is about to publish.
 inline constexpr int spin_polls = 64;
 inline constexpr int yield_polls = 8;
-inline constexpr std::chrono::nanoseconds spin_yield_every = std::chrono::microseconds(3);
+inline constexpr std::chrono::nanoseconds spin_yield_every = std::chrono::microseconds(1);
 #if defined(__linux__)
 inline constexpr std::chrono::nanoseconds first_slice = std::chrono::milliseconds(1);
 inline constexpr std::chrono::nanoseconds max_slice = std::chrono::milliseconds(20);

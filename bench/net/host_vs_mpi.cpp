@@ -30,6 +30,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -63,6 +64,17 @@ struct timing {
   std::size_t wrong = 0;
 };
 
+// The median and minimum of per-call times (each already the slowest rank's).
+timing summary(std::vector<double> t, std::size_t wrong) {
+  std::sort(t.begin(), t.end());
+  const std::size_t k = t.size();
+  timing r;
+  r.median = k % 2 ? t[k / 2] : 0.5 * (t[k / 2 - 1] + t[k / 2]);
+  r.min = t.front();
+  r.wrong = wrong;
+  return r;
+}
+
 // `reps` calls of f, after a warm-up, each the slowest rank's time; outputs checked.
 timing time_calls(const std::function<void(float*)>& f, std::vector<float>& recv, std::size_t count, int rank, int n,
                   int reps) {
@@ -81,14 +93,9 @@ timing time_calls(const std::function<void(float*)>& f, std::vector<float>& recv
   bad += netbench::wrong(netbench::coll::all_reduce, recv.data(), count, rank, n);
   t.push_back(static_cast<double>(bad));
   MPI_Allreduce(MPI_IN_PLACE, t.data(), static_cast<int>(t.size()), MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  timing r;
-  r.wrong = static_cast<std::size_t>(t.back());
+  const std::size_t wrong = static_cast<std::size_t>(t.back());
   t.pop_back();
-  std::sort(t.begin(), t.end());
-  r.median = reps % 2 ? t[static_cast<std::size_t>(reps / 2)]
-                      : 0.5 * (t[static_cast<std::size_t>(reps / 2 - 1)] + t[static_cast<std::size_t>(reps / 2)]);
-  r.min = t.front();
-  return r;
+  return summary(std::move(t), wrong);
 }
 
 // The same for the ranks of a world of threads (rank 0's process only): per call the slowest
@@ -118,18 +125,14 @@ timing time_threads(collcomm::host::world& w, const all_reduce_fn& run, std::siz
                                   collcomm::op::sum, float>(c.facts(), count);
   });
   std::vector<double> worst(static_cast<std::size_t>(reps), 0);
-  timing r;
+  std::size_t wrong = 0;
   for (int q = 0; q < n; ++q) {
-    r.wrong += bad[static_cast<std::size_t>(q)];
+    wrong += bad[static_cast<std::size_t>(q)];
     for (int k = 0; k < reps; ++k)
       worst[static_cast<std::size_t>(k)] =
           std::max(worst[static_cast<std::size_t>(k)], t[static_cast<std::size_t>(q)][static_cast<std::size_t>(k)]);
   }
-  std::sort(worst.begin(), worst.end());
-  r.median = reps % 2 ? worst[static_cast<std::size_t>(reps / 2)]
-                      : 0.5 * (worst[static_cast<std::size_t>(reps / 2 - 1)] + worst[static_cast<std::size_t>(reps / 2)]);
-  r.min = worst.front();
-  return r;
+  return summary(std::move(worst), wrong);
 }
 
 // A barrier the waiting processes sleep in (an MPI barrier would poll and take the CPUs that rank

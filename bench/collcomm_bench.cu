@@ -15,7 +15,9 @@
 // graph, replayed once untimed, then once per repetition by rank 0's thread, timed on its stream.
 // #wrong: with -c 1, one checked call of exact small-integer data (sizes up to --check-max).
 // mem%: the device-memory bytes the kernels must move (bench/traffic_model.hpp) over the time, as
-// a fraction of the copy bandwidth measured at start-up in the same run.
+// a fraction of the copy bandwidth measured at start-up in the same run. --json adds host_us: the
+// median over repetitions of the slowest rank thread's wall time per call spent in the calls
+// themselves (stream launches; 0 with -G) — where it is close to the time, the host sets the rate.
 #include "driver.hpp"
 #include "nccl_peer.hpp"
 #include "traffic_model.hpp"
@@ -28,6 +30,7 @@
 
 #include <algorithm>
 #include <barrier>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -114,13 +117,17 @@ void run_bench(const bench_settings& st, double copy_bw) {
 
   std::barrier sync_point(n);
   std::string last_arm[2];  // the arm printed last, out of place and in place (rank 0's thread)
-  std::vector<double> rank_time(n);
+  std::vector<double> rank_time(n), rank_host(n);
   std::vector<long> rank_wrong(n);
-  // The slowest rank's time: every rank (thread) writes its own, then all read the largest.
-  auto slowest = [&](int r, double us) {
+  std::vector<double> host_times;  // per repetition: the slowest rank's host µs per call (rank 0's thread)
+  // The slowest rank's time: every rank (thread) writes its own, then all read the largest. With
+  // `host` (µs per call its thread spent enqueueing them), rank 0 keeps the largest of those too.
+  auto slowest = [&](int r, double us, double host = 0) {
     rank_time[r] = us;
+    rank_host[r] = host;
     sync_point.arrive_and_wait();
     const double worst = *std::max_element(rank_time.begin(), rank_time.end());
+    if (r == 0) host_times.push_back(*std::max_element(rank_host.begin(), rank_host.end()));
     sync_point.arrive_and_wait();
     return worst;
   };
@@ -309,19 +316,22 @@ void run_bench(const bench_settings& st, double copy_bw) {
             } catch (const std::exception& e) {
               bench::die(std::string("after warm-up: ") + e.what());
             }
+            if (r == 0) host_times.clear();
             const double us = bench::median_of(bench::repetitions(bytes, st.reps), [&] {
               sync_point.arrive_and_wait();
-              double mine = 0;
+              double mine = 0, host_us = 0;
               if (!st.graph) {
                 timer.start(s);
+                const auto t0 = std::chrono::steady_clock::now();
                 for (int i = 0; i < iters; ++i) call();
+                host_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / iters;
                 mine = timer.stop(s, iters);
               } else if (r == 0) {
                 timer.start(origin);
                 COLLCOMM_BENCH_CUDA(cudaGraphLaunch(exec, origin));
                 mine = timer.stop(origin, st.iters);
               }
-              return slowest(r, mine);
+              return slowest(r, mine, host_us);
             });
             comm.check();
             sync_point.arrive_and_wait();
@@ -344,10 +354,10 @@ void run_bench(const bench_settings& st, double copy_bw) {
                     "{\"kind\":\"%s\",\"algo\":\"%s\",\"arm\":\"%s\",\"type\":\"%s\",\"op\":\"%s\","
                     "\"ranks\":%d,\"ranks_per_gpu\":%d,\"channels\":%d,\"slot_bytes\":%zu,\"graph\":%d,"
                     "\"bytes\":%zu,\"count\":%zu,\"in_place\":%d,\"time_us\":%.3f,\"algbw\":%.3f,"
-                    "\"busbw\":%.3f,\"mem_frac\":%.4f,\"wrong\":%ld,\"copy_bw\":%.1f}\n",
+                    "\"busbw\":%.3f,\"mem_frac\":%.4f,\"wrong\":%ld,\"copy_bw\":%.1f,\"host_us\":%.3f}\n",
                     K::name, algo_name.c_str(), arm.c_str(), element_name<T>, op_name<Op>(), n, per_gpu, o.channels,
                     o.slot_bytes, st.graph, bytes, static_cast<std::size_t>(count), place, us, algbw, busbw, mem,
-                    wrong_all, copy_bw / 1e9);
+                    wrong_all, copy_bw / 1e9, bench::median(host_times));
               else {
                 // algo::automatic: the arm, where it changes.
                 if (is_automatic<Algo> && arm != last_arm[place]) {

@@ -17,6 +17,7 @@
 
 #include <collcomm/detail/cuda.hpp>
 #include <collcomm/detail/join.hpp>
+#include <collcomm/detail/wait.hpp>
 #include <collcomm/error.hpp>
 #include <collcomm/fingerprint.hpp>
 #include <collcomm/gpu/world.hpp>
@@ -315,27 +316,28 @@ void launch_on(world& w, int rank, coll_args a, const T* in, T* out, Op op, cuda
   g.present[static_cast<std::size_t>(li)] = 1;
   const std::uint64_t gen = g.generation.load(std::memory_order_relaxed);
   if (++g.arrived < nlocal) {
-    // The last rank usually arrives within microseconds, and a sleeping waiter's wake-up costs
-    // more than the launch: spin a little (without the lock) before sleeping on the condition.
+    // The last rank usually arrives within microseconds: poll the generation (without the lock)
+    // for g.spin, then sleep on the group's doorbell, which the launching rank rings. Every waiter
+    // wakes on its own (no lock to take again in turn).
     lock.unlock();
-    const auto spin_end = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
-    while (g.generation.load(std::memory_order_acquire) == gen && std::chrono::steady_clock::now() < spin_end)
-      std::this_thread::yield();
-    lock.lock();
-    if (!g.cv.wait_for(lock, w.opts().timeout, [&] { return g.generation.load(std::memory_order_relaxed) != gen; })) {
-      std::vector<int> missing;
-      for (int j = 0; j < nlocal; ++j)
-        if (!g.present[static_cast<std::size_t>(j)]) missing.push_back(g.ranks[static_cast<std::size_t>(j)]);
-      const std::string msg = "timed out after " + std::to_string(w.opts().timeout.count()) +
-                              " ms waiting for rank(s) " + detail::rank_list(missing) +
-                              " to make the same call (the ranks of GPU " + std::to_string(device) +
-                              " launch each call together)";
-      lock.unlock();
-      w.mark_failed("rank " + std::to_string(rank) + " " + msg);
-      detail::fail(errc::timeout, K::name, rank, msg);
-    }
+    detail::wait_until(
+        g.bell, w.opts().timeout, g.spin, [&] { return g.generation.load(std::memory_order_acquire) != gen; },
+        [&] {
+          lock.lock();
+          std::vector<int> missing;
+          for (int j = 0; j < nlocal; ++j)
+            if (!g.present[static_cast<std::size_t>(j)]) missing.push_back(g.ranks[static_cast<std::size_t>(j)]);
+          const std::string msg = "timed out after " + std::to_string(w.opts().timeout.count()) +
+                                  " ms waiting for rank(s) " + detail::rank_list(missing) +
+                                  " to make the same call (the ranks of GPU " + std::to_string(device) +
+                                  " launch each call together)";
+          lock.unlock();
+          w.mark_failed("rank " + std::to_string(rank) + " " + msg);
+          detail::fail(errc::timeout, K::name, rank, msg);
+        });
+    // The launching rank wrote result and recorded done before it moved the generation; neither
+    // changes again before this rank arrives for its next call.
     const std::string result = g.result;
-    lock.unlock();
     if (!result.empty()) detail::fail(errc::invalid_usage, K::name, rank, result);
     w.record_launch(rank, mine.call, call);
     detail::cuda_check(cudaStreamWaitEvent(stream, g.done, 0), "cudaStreamWaitEvent", rank);
@@ -371,7 +373,7 @@ void launch_on(world& w, int rank, coll_args a, const T* in, T* out, Op op, cuda
   g.arrived = 0;
   g.generation.store(gen + 1, std::memory_order_release);
   lock.unlock();
-  g.cv.notify_all();
+  detail::ring(g.bell);
   if (!result.empty()) detail::fail(errc::invalid_usage, K::name, rank, result);
   w.record_launch(rank, mine.call, call);
 }

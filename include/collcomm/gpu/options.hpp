@@ -7,6 +7,7 @@
 #include <collcomm/error.hpp>
 #include <collcomm/options.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdlib>
@@ -48,6 +49,10 @@ struct options : common_options {
   }
   launch_mode launch = launch_mode::grouped;
   bool cooperative = true;  // grouped launches are cooperative (all blocks resident, or an error)
+  // How long a rank waiting for its GPU's grouped launch polls (yielding every microsecond) before
+  // it sleeps until the launch: a sleeping thread's wake-up can cost more than a call. Negative:
+  // 200 µs where the GPU's ranks have a CPU each, else 0.
+  std::chrono::microseconds rendezvous_spin{-1};
   placement connections = placement::device;
 };
 
@@ -69,8 +74,11 @@ inline void check_options(int nranks, const options& opts, const char* where, in
 // The environment variables the GPU executor reads, all of them, applied to the options a world
 // is made with (gpu::world, gpu::world::join):
 //   COLLCOMM_GPU_COOPERATIVE=0   grouped launches are not cooperative (options::cooperative = false)
+//   COLLCOMM_GPU_RENDEZVOUS_SPIN_US=N   options::rendezvous_spin = N microseconds
 inline options with_environment(options opts) {
   if (const char* coop = std::getenv("COLLCOMM_GPU_COOPERATIVE")) opts.cooperative = std::atoi(coop) != 0;
+  if (const char* spin = std::getenv("COLLCOMM_GPU_RENDEZVOUS_SPIN_US"); spin != nullptr && *spin != '\0')
+    opts.rendezvous_spin = std::chrono::microseconds(std::max(0L, std::strtol(spin, nullptr, 10)));
   return opts;
 }
 

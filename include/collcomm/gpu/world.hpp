@@ -27,6 +27,7 @@
 
 #include <collcomm/bootstrap/bootstrap.hpp>
 #include <collcomm/detail/cuda.hpp>
+#include <collcomm/detail/wait.hpp>
 #include <collcomm/error.hpp>
 #include <collcomm/gpu/options.hpp>
 #include <collcomm/gpu/process_resources.hpp>
@@ -40,7 +41,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <condition_variable>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -329,8 +330,9 @@ class world {
     int device = 0;
     std::vector<int> ranks;  // world ranks on this GPU, ascending
     std::mutex m;
-    std::condition_variable cv;
-    std::atomic<std::uint64_t> generation{0};  // calls launched so far (written under m; read spinning without it)
+    std::atomic<std::uint64_t> generation{0};  // calls launched so far (written under m; read without it)
+    detail::doorbell bell;                     // rung when `generation` moves (detail/wait.hpp)
+    std::chrono::nanoseconds spin{0};          // how long a waiting rank polls (options::rendezvous_spin)
     int arrived = 0;                           // ranks arrived for the next call
     std::vector<char> present;                 // (local rank): arrived for the next call
     const void* kernel = nullptr;              // the composition the first arrival asked for
@@ -470,6 +472,7 @@ class world {
     auto g = std::make_unique<launch_group>();
     g->device = device;
     g->ranks = std::move(ranks);
+    g->spin = detail::spin_of(opts_.rendezvous_spin, static_cast<int>(g->ranks.size()), nullptr);
     g->present.assign(g->ranks.size(), 0);
     g->p2p_pending.assign(g->ranks.size() * g->ranks.size(), 0);
     g->p2p_pending_bytes.assign(g->ranks.size() * g->ranks.size(), 0);

@@ -107,6 +107,46 @@ struct direct_family {
     __syncthreads();
   }
 
+  // U 16-byte vectors per thread and pass (vectors v, v + blockDim.x, ...), peers read B at a time:
+  // up to U x B independent loads in flight per thread, so that a block covers the memory latency
+  // with few peers as with many. The reduction stays in rank order (every rank gets bitwise
+  // identical results). Returns the first vector this thread has not done: the passes stop where
+  // fewer than U of its vectors are left.
+  template <int U, int B>
+  __device__ static index_t reduce_vectors(State& c, const T* const* ptrs, int nr, T* d, index_t v, index_t nvec,
+                                           bool pre, bool fin) {
+    const index_t stride = blockDim.x;
+    for (; v + (U - 1) * stride < nvec; v += U * stride) {
+      acc_t acc[U][vec];
+      for (int r0 = 0; r0 < nr; r0 += B) {
+        pack_t got[U][B];
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+#pragma unroll
+          for (int j = 0; j < B; ++j)
+            if (r0 + j < nr) got[u][j].u = reinterpret_cast<const uint4*>(ptrs[r0 + j])[v + u * stride];
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+#pragma unroll
+          for (int j = 0; j < B; ++j)
+            if (r0 + j < nr)
+#pragma unroll
+              for (int e = 0; e < vec; ++e) {
+                const acc_t x = c.load_acc(got[u][j].t[e], pre);
+                acc[u][e] = r0 + j == 0 ? x : static_cast<acc_t>(c.op(acc[u][e], x));
+              }
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        pack_t out;
+#pragma unroll
+        for (int e = 0; e < vec; ++e) out.t[e] = from_accum<T>(fin ? apply_post(c.op, acc[u][e], nr) : acc[u][e]);
+        reinterpret_cast<uint4*>(d)[v + u * stride] = out.u;
+      }
+    }
+    return v;
+  }
+
   __device__ static void direct_reduce_copy(State& c, buf_ref src, buf_ref dst, index_t n, bool fin) {
     if (n == 0) return;
     load_peer_ptrs(c, src);
@@ -117,34 +157,16 @@ struct direct_family {
     const bool pre = src.which == buffer::input;
     std::uintptr_t bits = reinterpret_cast<std::uintptr_t>(d);
     for (int r = 0; r < nr; ++r) bits |= reinterpret_cast<std::uintptr_t>(ptrs[r]);
-    // Peers are read `batch` at a time: a batch's loads are independent and in flight together,
-    // so a small call waits about one load latency per batch, not one per rank; the reduction
-    // stays in rank order (every rank gets bitwise identical results).
-    constexpr int batch = 8;
     index_t done = 0;
     if ((bits & 15u) == 0) {
       const index_t nvec = n / vec;
-      for (index_t v = threadIdx.x; v < nvec; v += blockDim.x) {
-        pack_t tmp;
-        acc_t acc[vec];
-        for (int r0 = 0; r0 < nr; r0 += batch) {
-          pack_t got[batch];
-#pragma unroll
-          for (int j = 0; j < batch; ++j)
-            if (r0 + j < nr) got[j].u = reinterpret_cast<const uint4*>(ptrs[r0 + j])[v];
-#pragma unroll
-          for (int j = 0; j < batch; ++j)
-            if (r0 + j < nr)
-              for (int e = 0; e < vec; ++e) {
-                const acc_t x = c.load_acc(got[j].t[e], pre);
-                acc[e] = r0 + j == 0 ? x : static_cast<acc_t>(c.op(acc[e], x));
-              }
-        }
-        for (int e = 0; e < vec; ++e) tmp.t[e] = from_accum<T>(fin ? apply_post(c.op, acc[e], nr) : acc[e]);
-        reinterpret_cast<uint4*>(d)[v] = tmp.u;
-      }
+      index_t v = threadIdx.x;
+      v = nr <= 4 ? reduce_vectors<4, 4>(c, ptrs, nr, d, v, nvec, pre, fin)
+                  : reduce_vectors<2, 8>(c, ptrs, nr, d, v, nvec, pre, fin);
+      reduce_vectors<1, 8>(c, ptrs, nr, d, v, nvec, pre, fin);
       done = nvec * vec;
     }
+    constexpr int batch = 8;
     for (index_t i = done + threadIdx.x; i < n; i += blockDim.x) {
       acc_t v{};
       for (int r0 = 0; r0 < nr; r0 += batch) {
@@ -174,12 +196,29 @@ struct direct_family {
     index_t done = 0;
     if (((reinterpret_cast<std::uintptr_t>(s) | reinterpret_cast<std::uintptr_t>(d)) & 15u) == 0) {
       const index_t nvec = n / vec;
-      for (index_t v = threadIdx.x; v < nvec; v += blockDim.x) {
-        pack_t tmp;
-        tmp.u = reinterpret_cast<const uint4*>(s)[v];
+      const index_t stride = blockDim.x;
+      // Four vectors per thread in flight (loaded before any is stored), then one at a time.
+      constexpr int U = 4;
+      index_t v = threadIdx.x;
+      auto convert = [&](pack_t& p) {
         if constexpr (op_has_pre<typename State::op_type>)
           if (pre)
-            for (int e = 0; e < vec; ++e) tmp.t[e] = from_accum<T>(c.load_acc(tmp.t[e], true));
+            for (int e = 0; e < vec; ++e) p.t[e] = from_accum<T>(c.load_acc(p.t[e], true));
+      };
+      for (; v + (U - 1) * stride < nvec; v += U * stride) {
+        pack_t tmp[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) tmp[u].u = reinterpret_cast<const uint4*>(s)[v + u * stride];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          convert(tmp[u]);
+          reinterpret_cast<uint4*>(d)[v + u * stride] = tmp[u].u;
+        }
+      }
+      for (; v < nvec; v += stride) {
+        pack_t tmp;
+        tmp.u = reinterpret_cast<const uint4*>(s)[v];
+        convert(tmp);
         reinterpret_cast<uint4*>(d)[v] = tmp.u;
       }
       done = nvec * vec;

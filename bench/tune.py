@@ -42,9 +42,9 @@ GPU_ARMS = {
                        ("ring", "simple", 0, 1 << 20), ("ring", "ll128", 0, 0)],
     "all_gather": [("direct", "simple", 0, 0), ("recursive_doubling", "ll", 1, 0), ("ring", "ll", 1, 0),
                    ("ring", "ll", 0, 0), ("ring", "simple", 0, 1 << 20), ("ring", "ll128", 0, 0)],
-    "broadcast": [("tree", "ll", 1, 0), ("tree", "ll", 0, 0), ("ring", "ll", 0, 0), ("tree", "simple", 0, 1 << 20),
+    "broadcast": [("direct", "simple", 0, 0), ("tree", "ll", 1, 0), ("tree", "ll", 0, 0), ("ring", "ll", 0, 0), ("tree", "simple", 0, 1 << 20),
                   ("ring", "simple", 0, 1 << 20), ("tree", "ll128", 0, 0), ("ring", "ll128", 0, 0)],
-    "reduce": [("tree", "ll", 1, 0), ("tree", "ll", 0, 0), ("ring", "ll", 0, 0), ("tree", "simple", 0, 1 << 20),
+    "reduce": [("direct", "simple", 0, 0), ("tree", "ll", 1, 0), ("tree", "ll", 0, 0), ("ring", "ll", 0, 0), ("tree", "simple", 0, 1 << 20),
                ("ring", "simple", 0, 1 << 20), ("tree", "ll128", 0, 0), ("ring", "ll128", 0, 0)],
 }
 HOST_ARMS = {

@@ -1,12 +1,15 @@
-// collcomm/algo/direct.hpp — reduce_scatter, all_gather and all_to_all over load/store
+// collcomm/algo/direct.hpp — reduce_scatter, all_gather, broadcast, reduce and all_to_all over load/store
 // transports: each rank pulls what it needs straight from its peers' buffers, between a barrier
 // that says every input is ready and one that keeps every rank in the call until its peers have
 // finished reading it. No FIFO, no intermediate hops: each element crosses one link once.
 //
-// Reads per rank: reduce_scatter and all_gather (n-1) * count, all_to_all (n-1) * count.
+// Reads per rank: reduce_scatter and all_gather (n-1) * count, all_to_all (n-1) * count; broadcast
+// count per non-root; reduce n * count at the root (the non-roots only meet at the barriers).
 // In place (kinds.hpp): reduce_scatter's output is the rank's own input block r, which only this
 // rank reads; all_gather's input is the rank's own output block r, which peers read during the
-// call — so that block's identity copy is made after the last barrier, when no peer reads it.
+// call — so that block's identity copy is made after the last barrier, when no peer reads it; so is
+// broadcast's at the root. reduce's root reads each element of every input before it writes that
+// element of its output, and only the root reads.
 #pragma once
 
 #include <collcomm/algo/primitives.hpp>
@@ -51,6 +54,29 @@ struct direct {
     }
     exit_barrier(p);
     p.copy(in(mine.begin), out(blk(r)), mine.size);
+  }
+
+  // out[i] = root's input[i].
+  COLLCOMM_EXEC_CHECK_DISABLE
+  template <class P>
+  COLLCOMM_HD static void run(kind::broadcast, P& p, const coll_args& a) {
+    const range mine = channel_range(a.count, a.channel, a.nchannels, p.align_elems());
+    if (mine.size == 0) return;
+    entry_barrier(p);
+    if (a.rank != a.root) p.direct_copy(a.root, in(mine.begin), out(mine.begin), mine.size);
+    exit_barrier(p);
+    if (a.rank == a.root) p.copy(in(mine.begin), out(mine.begin), mine.size);
+  }
+
+  // At the root: out[i] = ⊕ over ranks q, in rank order, of q's input[i].
+  COLLCOMM_EXEC_CHECK_DISABLE
+  template <class P>
+  COLLCOMM_HD static void run(kind::reduce, P& p, const coll_args& a) {
+    const range mine = channel_range(a.count, a.channel, a.nchannels, p.align_elems());
+    if (mine.size == 0) return;
+    entry_barrier(p);
+    if (a.rank == a.root) p.direct_reduce_copy(in(mine.begin), out(mine.begin), mine.size, true);
+    exit_barrier(p);
   }
 
   // out[s * count + i] = rank s's input[r * count + i].

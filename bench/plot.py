@@ -8,6 +8,8 @@ the run, as bus bandwidth). Needs matplotlib (Debian: python3-matplotlib).
 
   python3 bench/plot.py OUT            -> OUT/plot_<kind>_r<ranks>.png
   python3 bench/plot.py OUT --title "all_reduce f32, processes on a 2-CPU machine"
+  python3 bench/plot.py OUT --verify-only   the thin lines from verify.json's named arms (timed in
+                                            the same run as automatic), not from sweep.json
 """
 import argparse
 import json
@@ -38,8 +40,8 @@ def series(per_size, n, kind, column=0):
     """(bytes, µs, busbw GB/s) sorted by size, from {bytes: [µs, arm text, peer µs?, copy GB/s?]}."""
     pts = []
     for b, v in per_size.items():
-        if len(v) <= column or v[column] is None:
-            continue
+        if len(v) <= column or v[column] is None or int(b) <= 0:  # a count of 0 (all_gather of 8 B
+            continue                                                 # among 8 ranks) has no place on a log axis
         t = float(v[column])
         pts.append((int(b), t, int(b) / (t * 1e-6) / 1e9 * bus_factor(kind, n)))
     return sorted(pts)
@@ -50,10 +52,16 @@ def main():
     ap.add_argument("out", help="a directory bench/tune.py wrote (sweep.json, verify.json)")
     ap.add_argument("--title", default="")
     ap.add_argument("--peer", default="MPI", help="name of the peer in the host bench's third column")
+    ap.add_argument("--verify-only", action="store_true",
+                    help="named arms from verify.json (the run that timed automatic), not sweep.json")
     args = ap.parse_args()
-    sweep = json.load(open(os.path.join(args.out, "sweep.json")))
     vpath = os.path.join(args.out, "verify.json")
     verify = json.load(open(vpath)) if os.path.exists(vpath) else {}
+    if args.verify_only:
+        sweep = {r: {k: {a: v for a, v in arms.items() if not a.startswith("automatic")} for k, arms in kinds.items()}
+                 for r, kinds in verify.items()}
+    else:
+        sweep = json.load(open(os.path.join(args.out, "sweep.json")))
     written = []
     for r, kinds in sweep.items():
         if r.startswith("_"):
@@ -87,7 +95,7 @@ def main():
                 ax.set_xlabel("bytes (count × element)")
                 ax.set_ylabel(ylabel)
                 ax.grid(True, which="both", alpha=0.3)
-                ticks = sorted({int(b) for a in arms.values() for b in a})
+                ticks = sorted({int(b) for a in arms.values() for b in a if int(b) > 0})
                 ax.set_xticks(ticks[::2])
                 ax.set_xticklabels([size_label(b) for b in ticks[::2]], rotation=45, fontsize=8)
             ax_b.legend(fontsize=7, loc="lower right")

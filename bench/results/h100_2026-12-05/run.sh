@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
 # One device session's runs on an H100 (the `run` tool's nvidia-h100-x1), binaries prebuilt in
 # .deps/bin (scripts/build_gpu_here.sh):
-#   bash bench/results/h100_2026-12-05/run.sh OUT sweep SECONDS   GPU tests of the direct schedules
-#        (TESTS), the copy loop's loads in flight (collcomm_bench_cu1/_cu2 against collcomm_bench:
+#   bash bench/results/h100_2026-12-05/run.sh OUT sweep SECONDS   the copy loop's loads in flight (collcomm_bench_cu1/_cu2 against collcomm_bench:
 #        1, 2, 4 vectors per thread; where those are in BIN), the launch's host cost with
 #        COOPERATIVE="1 0", then bench/tune.py's GPU sweep of every kind at 2, 4 and 8
 #        ranks (KINDS, RANKS; arms of protocol simple and ll, MAX bytes), each into tune_KIND_rN
 #   bash bench/results/h100_2026-12-05/run.sh OUT verify SECONDS  automatic beside the sweep's
 #        winners (SWEEP: the merged sweep folder, carried), one (kind, rank count) at a time
-# Everything lands in a work folder packed into OUT/runs.tgz; OUT/summary.txt has each step's exit
+# Both first run GPU tests (TESTS). Everything lands in a work folder packed into OUT/runs.tgz; OUT/summary.txt has each step's exit
 # status and time.
 set -u
 OUT=${1:?usage: run.sh OUT sweep|verify [SECONDS]}
@@ -23,12 +22,12 @@ S="$OUT/summary.txt"
 step() { echo "$*" | tee -a "$S"; }
 pack() { tar czf "$OUT/runs.tgz" -C /tmp/work .; }
 trap pack EXIT
+for t in ${TESTS:-test_gpu_sched_rooted test_gpu_sched_moving}; do
+  t0=$SECONDS
+  timeout 120 "$BIN/$t" > "$W/$t.log" 2>&1
+  step "$t rc=$? ($((SECONDS - t0)) s) $(grep -E '^\[doctest\] test cases' "$W/$t.log" | tr -s ' ')"
+done
 if [[ $WHAT == sweep ]]; then
-  for t in ${TESTS:-test_gpu_sched_rooted test_gpu_sched_moving}; do
-    t0=$SECONDS
-    timeout 120 "$BIN/$t" > "$W/$t.log" 2>&1
-    step "$t rc=$? ($((SECONDS - t0)) s) $(grep -E '^\[doctest\] test cases' "$W/$t.log" | tr -s ' ')"
-  done
   [[ -x $BIN/collcomm_bench_cu1 ]] && {
     for args in "-k all_gather -a direct -r 8" "-k all_gather -a direct -r 2" "-k all_reduce -a two_shot -r 8" \
                 "-k all_reduce -a two_shot -r 2" "-k broadcast -a direct -r 8" "-k broadcast -a direct -r 2"; do

@@ -244,6 +244,11 @@ class primitives {
       }
     }
     barrier();
+    // Every peer has published this call by now: compare it with each one's. A schedule reads only
+    // some peers (broadcast: the root's buffers), and two ranks that each take themselves for the
+    // root would otherwise never meet a fingerprint other than their own.
+    if constexpr (requires { w_.check_same_call(what_, rank_, call_); })
+      if (call_.seq != call_fingerprint::p2p_seq) w_.check_same_call(what_, rank_, call_);
   }
   void exit_barrier() {
     if (flat_call_ == 0) barrier();

@@ -4,9 +4,10 @@
 #   bash bench/results/h100_2026-12-05/run.sh OUT sweep SECONDS   the copy loop's loads in flight (collcomm_bench_cu1/_cu2 against collcomm_bench:
 #        1, 2, 4 vectors per thread; where those are in BIN), the launch's host cost with
 #        COOPERATIVE="1 0", then bench/tune.py's GPU sweep of every kind at 2, 4 and 8
-#        ranks (KINDS, RANKS; arms of protocol simple and ll, MAX bytes), each into tune_KIND_rN
+#        ranks (KINDS, RANKS; arms of protocol simple and ll, MAX bytes, ROUNDS rounds, KEEP), each
+#        into tune_KIND_rN
 #   bash bench/results/h100_2026-12-05/run.sh OUT verify SECONDS  automatic beside the sweep's
-#        winners (SWEEP: the merged sweep folder, carried), one (kind, rank count) at a time
+#        winners (SWEEP: the merged sweep folder, carried; ROUNDS, default 2), one (kind, rank count) at a time
 # Both first run GPU tests (TESTS). Everything lands in a work folder packed into OUT/runs.tgz; OUT/summary.txt has each step's exit
 # status and time.
 set -u
@@ -64,9 +65,12 @@ for kind in ${KINDS:-all_reduce reduce_scatter all_gather broadcast reduce}; do
     (( SECONDS < BUDGET - 15 )) || { step "skipped (time): $kind $r"; continue; }
     d=$W/tune_${kind}_r$r
     args=(gpu --bench "$BIN/collcomm_bench" --ranks "$r" --kinds "$kind" --max-bytes "${MAX:-256M}" --ll-max 8M
-          --reps 3 --timeout 60 --out "$d" --header "$d/nvlink.hpp" --only-arms "${ONLY_ARMS:-^[^/]+/(simple|ll)/}")
+          --reps 3 --timeout 60 --out "$d" --header "$d/nvlink.hpp" --only-arms "${ONLY_ARMS:-^[^/]+/(simple|ll)/}"
+          --keep "${KEEP:-0.03}")
     if [[ $WHAT == verify ]]; then
-      mkdir -p "$d" && cp "${SWEEP:?}/sweep.json" "$d/" && args+=(--verify --rounds 2)
+      mkdir -p "$d" && cp "${SWEEP:?}/sweep.json" "$d/" && args+=(--verify --rounds "${ROUNDS:-2}")
+    else
+      args+=(--rounds "${ROUNDS:-1}")
     fi
     t0=$SECONDS
     timeout $((BUDGET - SECONDS)) python3 bench/tune.py "${args[@]}" > "$d.log" 2>&1

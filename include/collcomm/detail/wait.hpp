@@ -3,10 +3,13 @@
 // for their grouped launch (gpu/launch.hpp).
 //
 // A host rank is a thread or a process, and tests run 16 ranks on 2 cores (under ThreadSanitizer
-// too), so a waiting rank that shares its CPU must give it away quickly: it polls a little (for
-// 200 µs where every rank has a CPU, a few pauses where they do not: spin_of), yields a few times,
-// then sleeps on its doorbell (a futex on Linux, growing sleeps elsewhere) until a peer rings it or
-// a short slice runs out. Every wait is bounded by the world's timeout; the slice bound means that
+// too), so a waiting rank that shares its CPU must give it away quickly: it polls a little (spin_of:
+// 200 µs, yielding every microsecond, where every rank has a CPU; 50 µs, yielding after every look,
+// where they do not), yields a few times, then sleeps on its doorbell (a futex on Linux, growing
+// sleeps elsewhere) until a peer rings it or a short slice runs out. Where ranks outnumber CPUs, a
+// yield after every look hands the CPU to a rank that has work at once, and a peer's message is
+// seen within a context switch instead of a futex wake-up (4 processes on 2 CPUs, 8 B all_reduce:
+// 2.7–6.2 µs against 5–25 µs with a few pauses before the sleep; bench/RESULTS.md). Every wait is bounded by the world's timeout; the slice bound means that
 // even a lost wake-up costs a slice, never a hang.
 //
 // Memory ordering. The state a rank waits for (a FIFO counter, a barrier counter) is published
@@ -103,49 +106,62 @@ inline constexpr std::chrono::nanoseconds first_slice = std::chrono::microsecond
 inline constexpr std::chrono::nanoseconds max_slice = std::chrono::milliseconds(1);
 #endif
 
-// The polling phase of a wait (host::options::spin, gpu::options::rendezvous_spin): the
-// environment variable `env` (microseconds) where it is set, else `option` where it is not
-// negative, else 200 µs where `ranks` threads have a CPU each and 0 (spin_polls pauses) where not.
-inline std::chrono::nanoseconds spin_of(std::chrono::microseconds option, int ranks,
-                                        const char* env = "COLLCOMM_HOST_SPIN_US") {
-  if (const char* e = env ? std::getenv(env) : nullptr; e != nullptr && *e != '\0')
-    return std::chrono::microseconds(std::max(0L, std::strtol(e, nullptr, 10)));
-  if (option.count() >= 0) return option;
+// The polling phase of a wait: how long, and how often it gives the CPU away.
+struct spin_policy {
+  std::chrono::nanoseconds poll{0};                        // 0: spin_polls pauses, no clock
+  std::chrono::nanoseconds yield_every = spin_yield_every;  // 0: a yield after every look
+};
+
+// The polling phase of a wait (host::options::spin, gpu::options::rendezvous_spin). Its length:
+// the environment variable `env` (microseconds) where it is set, else `option` where it is not
+// negative, else 200 µs where `ranks` threads have a CPU each and 50 µs where not. Its yields:
+// every spin_yield_every where the ranks have a CPU each, after every look where not.
+inline spin_policy spin_of(std::chrono::microseconds option, int ranks, const char* env = "COLLCOMM_HOST_SPIN_US") {
   int cpus = static_cast<int>(std::thread::hardware_concurrency());
 #if defined(__linux__)
   cpu_set_t set;
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof set, &set) == 0) cpus = CPU_COUNT(&set);
 #endif
-  return ranks <= cpus ? std::chrono::nanoseconds(std::chrono::microseconds(200)) : std::chrono::nanoseconds(0);
+  const bool crowded = ranks > cpus;
+  spin_policy p;
+  p.yield_every = crowded ? std::chrono::nanoseconds(0) : spin_yield_every;
+  if (const char* e = env ? std::getenv(env) : nullptr; e != nullptr && *e != '\0')
+    p.poll = std::chrono::microseconds(std::max(0L, std::strtol(e, nullptr, 10)));
+  else if (option.count() >= 0)
+    p.poll = option;
+  else
+    p.poll = std::chrono::microseconds(crowded ? 50 : 200);
+  return p;
 }
 
-// Waits until ready() (a callable doing acquire loads) is true: polls (for `spin`, or spin_polls
-// pauses where `spin` is 0), yields a few times, then sleeps on d. If it is still false after
+// Waits until ready() (a callable doing acquire loads) is true: polls (for spin.poll, yielding
+// every spin.yield_every, or spin_polls pauses where spin.poll is 0), yields a few times, then
+// sleeps on d. If it is still false after
 // `timeout`, calls on_timeout(), which must throw. ready() is always asked once more after the
 // deadline passes, so a wait never fails on a condition that already holds. watch() is called
 // after every sleep (every slice: at most max_slice apart) while the wait goes on; it may throw
 // to end the wait early (an abort, a peer that died: world.hpp).
 template <class Ready, class OnTimeout, class Watch>
-void wait_until(doorbell& d, std::chrono::milliseconds timeout, std::chrono::nanoseconds spin, Ready&& ready,
+void wait_until(doorbell& d, std::chrono::milliseconds timeout, spin_policy spin, Ready&& ready,
                 OnTimeout&& on_timeout, Watch&& watch) {
   if (ready()) return;
-  if (spin.count() > 0) {
-    // Yields every spin_yield_every while polling: a peer that the scheduler put on this CPU (the
-    // ranks have CPUs enough, but not one each at the moment) runs at once instead of after the
-    // whole spin; where no other thread is runnable here, a yield returns in well under a
-    // microsecond.
+  if (spin.poll.count() > 0) {
+    // Yields every spin.yield_every while polling: a peer that the scheduler put on this CPU runs
+    // at once instead of after the whole spin; where no other thread is runnable here, a yield
+    // returns in well under a microsecond.
     auto now = std::chrono::steady_clock::now();
-    const auto until = now + spin;
-    auto next_yield = now + spin_yield_every;
+    const auto until = now + spin.poll;
+    auto next_yield = now + spin.yield_every;
     do {
-      for (int i = 0; i < 16; ++i) cpu_relax();
+      if (spin.yield_every.count() > 0)
+        for (int i = 0; i < 16; ++i) cpu_relax();
       if (ready()) return;
       now = std::chrono::steady_clock::now();
       if (now >= next_yield) {
         std::this_thread::yield();
         if (ready()) return;
-        next_yield = now + spin_yield_every;
+        next_yield = now + spin.yield_every;
       }
     } while (now < until);
   } else {
@@ -185,7 +201,7 @@ void wait_until(doorbell& d, std::chrono::milliseconds timeout, std::chrono::nan
 }
 
 template <class Ready, class OnTimeout>
-void wait_until(doorbell& d, std::chrono::milliseconds timeout, std::chrono::nanoseconds spin, Ready&& ready,
+void wait_until(doorbell& d, std::chrono::milliseconds timeout, spin_policy spin, Ready&& ready,
                 OnTimeout&& on_timeout) {
   wait_until(d, timeout, spin, ready, on_timeout, [] {});
 }

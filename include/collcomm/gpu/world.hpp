@@ -332,7 +332,7 @@ class world {
     std::mutex m;
     std::atomic<std::uint64_t> generation{0};  // calls launched so far (written under m; read without it)
     detail::doorbell bell;                     // rung when `generation` moves (detail/wait.hpp)
-    std::chrono::nanoseconds spin{0};          // how long a waiting rank polls (options::rendezvous_spin)
+    detail::spin_policy spin;                  // how a waiting rank polls (options::rendezvous_spin)
     int arrived = 0;                           // ranks arrived for the next call
     std::vector<char> present;                 // (local rank): arrived for the next call
     const void* kernel = nullptr;              // the composition the first arrival asked for

@@ -41,9 +41,10 @@ struct options : common_options {
   }
   // How long a waiting rank polls before it yields and then sleeps on its doorbell (0: 64
   // pauses). Negative: automatic — 200 µs where the world's ranks have a CPU each (threads: the
-  // CPUs this process may run on; processes: those any rank may run on), else 0, so that ranks
-  // that outnumber the CPUs give theirs to the rank that holds the work. COLLCOMM_HOST_SPIN_US
-  // (microseconds) overrides either. Ranks may differ.
+  // CPUs this process may run on; processes: those any rank may run on), else 50 µs.
+  // COLLCOMM_HOST_SPIN_US (microseconds) overrides either. Where ranks outnumber the CPUs, a
+  // polling rank yields after every look, so that it gives its CPU to the rank that holds the
+  // work (detail/wait.hpp). Ranks may differ.
   std::chrono::microseconds spin{-1};
 };
 

@@ -14,6 +14,7 @@ using collcomm::detail::max_slice;
 using collcomm::detail::ring;
 using collcomm::detail::sleep_on;
 using collcomm::detail::spin_of;
+using collcomm::detail::spin_policy;
 using collcomm::detail::spin_polls;
 using collcomm::detail::spin_yield_every;
 using collcomm::detail::sys_atomic;

@@ -845,7 +845,7 @@ class world {
 
   int nranks_;
   options opt_;
-  std::chrono::nanoseconds spin_;  // the polling phase of this rank's waits (detail::spin_of)
+  detail::spin_policy spin_;  // the polling phase of this rank's waits (detail::spin_of)
   int rank_ = no_rank;  // process worlds: the rank this process drives
   // Shared state: on the heap (threads: the own_* members own it) or in the segment (processes).
   detail::control_block* control_ = nullptr;

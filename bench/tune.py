@@ -146,6 +146,8 @@ def choose(per_arm, keep):
     sizes = sorted({b for r in per_arm.values() for b in r})
     picks, prev = [], None
     for b in sizes:
+        if b == 0:  # a call of no bytes (a kind's share of the smallest size): the first rule takes it
+            continue
         times = {a: r[b][0] for a, r in per_arm.items() if b in r}
         best = min(times, key=times.get)
         if prev in times and times[prev] <= times[best] * (1 + keep):
@@ -260,14 +262,27 @@ def main():
     TIMEOUT_S = args.timeout
     os.makedirs(args.out, exist_ok=True)
     if args.merge:  # the sweeps of several runs as one, then choose as --reuse does
-        merged = {}
+        merged, rounds_of = {}, {}
         for d in args.merge.split(","):
             part = json.load(open(os.path.join(d, "sweep.json")))
             meta = part.pop("_meta", {})
             for r, kinds_ in part.items():  # arm by arm: later folders add arms or replace them
                 for kind, arms_ in kinds_.items():
                     merged.setdefault(r, {}).setdefault(kind, {}).update(arms_)
-            merged.setdefault("_meta", meta)  # the first folder's commit, date and rounds
+                    rounds_of[(kind, int(r))] = meta.get("rounds")
+            merged.setdefault("_meta", dict(meta))  # the first folder's commit, date and max bytes
+        # rounds: the most common; the (kind, ranks) swept with another count are named
+        counts = {}
+        for v in rounds_of.values():
+            counts[v] = counts.get(v, 0) + 1
+        if counts:
+            common = max(counts, key=counts.get)
+            others = sorted({v for v in counts if v != common}, key=str)
+            text = str(common)
+            for v in others:
+                where = sorted(k for k, n in rounds_of.items() if n == v)
+                text += f" ({v} for " + ", ".join(f"{k} at {n} ranks" for k, n in where) + ")"
+            merged["_meta"]["rounds"] = text
         with open(os.path.join(args.out, "sweep.json"), "w") as f:
             json.dump(merged, f, indent=1)
         args.reuse = True

@@ -141,6 +141,9 @@ TEST_CASE("bad input: world and communicator arguments") {
   o = {};
   o.timeout = milliseconds(0);
   CHECK(contains(world_error(2, o), "'timeout' = 0"));
+  o = {};
+  o.cpus = -1;
+  CHECK(contains(world_error(2, o), "'cpus' = -1"));
 
   collcomm::host::world w(nranks);
   for (int bad : {nranks, nranks + 1, -1}) {

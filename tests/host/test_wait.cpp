@@ -29,7 +29,7 @@ TEST_CASE("spin_of: yields after every look where ranks outnumber CPUs, every mi
   const int many = 1 << 20;  // more ranks than any machine's CPUs
   const cd::spin_policy crowded = cd::spin_of(std::chrono::microseconds(-1), many, "COLLCOMM_TEST_SPIN_US");
   CHECK(crowded.yield_every.count() == 0);
-  CHECK(crowded.poll == std::chrono::microseconds(50));
+  CHECK(crowded.poll == std::chrono::microseconds(1000));
   const cd::spin_policy roomy = cd::spin_of(std::chrono::microseconds(-1), 1, "COLLCOMM_TEST_SPIN_US");
   CHECK(roomy.yield_every == cd::spin_yield_every);
   CHECK(roomy.poll == std::chrono::microseconds(200));
@@ -39,6 +39,10 @@ TEST_CASE("spin_of: yields after every look where ranks outnumber CPUs, every mi
   CHECK(cd::spin_of(us, many, "COLLCOMM_TEST_SPIN_US").poll == us);
   CHECK(cd::spin_of(us, many, "COLLCOMM_TEST_SPIN_US").yield_every.count() == 0);
   CHECK(cd::spin_of(us, 1, "COLLCOMM_TEST_SPIN_US").poll == us);
+  // The CPUs given decide the crowding, not this process's mask.
+  CHECK(cd::spin_of(std::chrono::microseconds(-1), 4, "COLLCOMM_TEST_SPIN_US", 4).yield_every == cd::spin_yield_every);
+  CHECK(cd::spin_of(std::chrono::microseconds(-1), 4, "COLLCOMM_TEST_SPIN_US", 4).poll == std::chrono::microseconds(200));
+  CHECK(cd::spin_of(std::chrono::microseconds(-1), 5, "COLLCOMM_TEST_SPIN_US", 4).yield_every.count() == 0);
   // The environment overrides both.
   const long env_us = static_cast<long>(r() % 1000);
   ::setenv("COLLCOMM_TEST_SPIN_US", std::to_string(env_us).c_str(), 1);

@@ -4,12 +4,14 @@
 //
 // A host rank is a thread or a process, and tests run 16 ranks on 2 cores (under ThreadSanitizer
 // too), so a waiting rank that shares its CPU must give it away quickly: it polls a little (spin_of:
-// 200 µs, yielding every microsecond, where every rank has a CPU; 50 µs, yielding after every look,
+// 200 µs, yielding every microsecond, where every rank has a CPU; 1 ms, yielding after every look,
 // where they do not), yields a few times, then sleeps on its doorbell (a futex on Linux, growing
 // sleeps elsewhere) until a peer rings it or a short slice runs out. Where ranks outnumber CPUs, a
 // yield after every look hands the CPU to a rank that has work at once, and a peer's message is
-// seen within a context switch instead of a futex wake-up (4 processes on 2 CPUs, 8 B all_reduce:
-// 2.7–6.2 µs against 5–25 µs with a few pauses before the sleep; bench/RESULTS.md). Every wait is bounded by the world's timeout; the slice bound means that
+// seen within a context switch instead of a futex wake-up: with a few pauses before the sleep, 4
+// processes on 2 CPUs fell, for whole runs, into a state where ranks slept and woke each other
+// every call (8 B all_reduce: 14–25 µs per call in 6 runs of 8, 4–7 µs in the others); polling 1
+// ms with a yield after every look, 2.3–3.7 µs in every run (bench/RESULTS.md). Every wait is bounded by the world's timeout; the slice bound means that
 // even a lost wake-up costs a slice, never a hang.
 //
 // Memory ordering. The state a rank waits for (a FIFO counter, a barrier counter) is published
@@ -112,17 +114,21 @@ struct spin_policy {
   std::chrono::nanoseconds yield_every = spin_yield_every;  // 0: a yield after every look
 };
 
-// The polling phase of a wait (host::options::spin, gpu::options::rendezvous_spin). Its length:
-// the environment variable `env` (microseconds) where it is set, else `option` where it is not
-// negative, else 200 µs where `ranks` threads have a CPU each and 50 µs where not. Its yields:
-// every spin_yield_every where the ranks have a CPU each, after every look where not.
-inline spin_policy spin_of(std::chrono::microseconds option, int ranks, const char* env = "COLLCOMM_HOST_SPIN_US") {
-  int cpus = static_cast<int>(std::thread::hardware_concurrency());
+// The polling phase of a wait (host::options::spin, gpu::options::rendezvous_spin) for `ranks`
+// ranks on `cpus` CPUs (0: those this process may run on). Its length: the environment variable
+// `env` (microseconds) where it is set, else `option` where it is not negative, else 200 µs where
+// the ranks have a CPU each and 1 ms where not. Its yields: every spin_yield_every where the ranks
+// have a CPU each, after every look where not.
+inline spin_policy spin_of(std::chrono::microseconds option, int ranks, const char* env = "COLLCOMM_HOST_SPIN_US",
+                           int cpus = 0) {
+  if (cpus <= 0) {
+    cpus = static_cast<int>(std::thread::hardware_concurrency());
 #if defined(__linux__)
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) cpus = CPU_COUNT(&set);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0) cpus = CPU_COUNT(&set);
 #endif
+  }
   const bool crowded = ranks > cpus;
   spin_policy p;
   p.yield_every = crowded ? std::chrono::nanoseconds(0) : spin_yield_every;
@@ -131,7 +137,7 @@ inline spin_policy spin_of(std::chrono::microseconds option, int ranks, const ch
   else if (option.count() >= 0)
     p.poll = option;
   else
-    p.poll = std::chrono::microseconds(crowded ? 50 : 200);
+    p.poll = std::chrono::microseconds(crowded ? 1000 : 200);
   return p;
 }
 

@@ -51,7 +51,7 @@ struct options : common_options {
   bool cooperative = true;  // grouped launches are cooperative (all blocks resident, or an error)
   // How long a rank waiting for its GPU's grouped launch polls before it sleeps until the launch:
   // a sleeping thread's wake-up can cost more than a call. Negative: 200 µs, yielding every
-  // microsecond, where the GPU's ranks have a CPU each, else 50 µs, yielding after every look.
+  // microsecond, where the GPU's ranks have a CPU each, else 1 ms, yielding after every look.
   std::chrono::microseconds rendezvous_spin{-1};
   placement connections = placement::device;
 };

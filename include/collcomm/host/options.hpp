@@ -40,12 +40,15 @@ struct options : common_options {
     window_bytes = std::size_t{16} << 20;
   }
   // How long a waiting rank polls before it yields and then sleeps on its doorbell (0: 64
-  // pauses). Negative: automatic — 200 µs where the world's ranks have a CPU each (threads: the
-  // CPUs this process may run on; processes: those any rank may run on), else 50 µs.
-  // COLLCOMM_HOST_SPIN_US (microseconds) overrides either. Where ranks outnumber the CPUs, a
-  // polling rank yields after every look, so that it gives its CPU to the rank that holds the
-  // work (detail/wait.hpp). Ranks may differ.
+  // pauses). Negative: automatic — 200 µs where the world's ranks have a CPU each (see `cpus`),
+  // else 1 ms. COLLCOMM_HOST_SPIN_US (microseconds) overrides either. Where ranks outnumber the
+  // CPUs, a polling rank yields after every look, so that it gives its CPU to the rank that holds
+  // the work (detail/wait.hpp). Ranks may differ.
   std::chrono::microseconds spin{-1};
+  // The CPUs the world's ranks share, which decides how they wait (`spin`). 0: automatic — for
+  // threads, the CPUs this process may run on; for processes, those any rank may run on (a
+  // launcher that binds each rank to a core gives each a mask of one). >= 0.
+  int cpus = 0;
 };
 
 }  // namespace host

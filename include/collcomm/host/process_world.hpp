@@ -146,16 +146,14 @@ std::shared_ptr<world> make_process_world(B& boot, options opt = {}) {
   }
   const std::uint64_t token = hellos[0].token;
   const detail::segment_layout layout(n, opt, where, r);
-  // Automatic spin (options::spin): whether the world's ranks have a CPU each — the CPUs any of
-  // them may run on (a launcher that binds each rank to a core gives each a mask of one).
-  if (opt.spin.count() < 0) {
-    int cpus = 0;
+  // Automatic cpus (options::cpus, which decides how ranks wait): the CPUs any rank may run on (a
+  // launcher that binds each rank to a core gives each a mask of one).
+  if (opt.cpus == 0) {
     for (int w = 0; w < 16; ++w) {
       std::uint64_t any = 0;
       for (const auto& h : hellos) any |= h.cpus[w];
-      cpus += std::popcount(any);
+      opt.cpus += std::popcount(any);
     }
-    opt.spin = cpus >= n ? std::chrono::microseconds(200) : std::chrono::microseconds(0);
   }
 
   // Rank 0 creates the segment under a fresh name and gives every rank that name (or its error);

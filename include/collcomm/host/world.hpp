@@ -235,6 +235,7 @@ class world {
       bad("option 'channels' = " + std::to_string(opt.channels) + " is out of range [1, 64]");
     if (opt.window_bytes < 4096)
       bad("option 'window_bytes' = " + std::to_string(opt.window_bytes) + " is out of range [4096, 2^40]");
+    if (opt.cpus < 0) bad("option 'cpus' = " + std::to_string(opt.cpus) + " is negative");
     // A connection's slots are one allocation (threads) or one stretch of the segment (processes).
     const std::size_t block = connection::block_bytes(opt.slots, opt.slot_bytes);
     const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
@@ -247,7 +248,7 @@ class world {
   // A world of `nranks` threads of this process. Throws errc::invalid_argument, naming the
   // argument, when nranks is not in [1, max_ranks] or an option is out of its range (options.hpp).
   explicit world(int nranks, options opt = {})
-      : nranks_(nranks), opt_(opt), spin_(detail::spin_of(opt.spin, nranks)) {
+      : nranks_(nranks), opt_(opt), spin_(detail::spin_of(opt.spin, nranks, "COLLCOMM_HOST_SPIN_US", opt.cpus)) {
     check_options(nranks, opt);
     const std::size_t nc = static_cast<std::size_t>(opt.channels), n = static_cast<std::size_t>(nranks);
     blocks_ = std::make_unique<std::byte*[]>(nc * n * n);  // value-initialized: all null
@@ -274,7 +275,7 @@ class world {
   world(detail::process_tag, collcomm::detail::shm_segment seg, int nranks, int rank, options opt)
       : nranks_(nranks),
         opt_(opt),
-        spin_(detail::spin_of(opt.spin, nranks)),
+        spin_(detail::spin_of(opt.spin, nranks, "COLLCOMM_HOST_SPIN_US", opt.cpus)),
         rank_(rank),
         seg_(std::move(seg)),
         layout_(nranks, opt) {
@@ -637,7 +638,7 @@ class world {
         });
     if (h->check != check || posted.load(cuda::std::memory_order_relaxed) != seq) {
       const detail::flat_detail* d = flat_detail_of(h);
-      const std::string where = "the input rank " + std::to_string(peer) + " posts for it";
+      const std::string where = "the input posted for it from rank " + std::to_string(peer);
       if (const unsigned fields = differing_fields(call, d->call); fields != 0)
         disagree(what, rank, peer, call, d->call, fields, where);
       disagree(what, rank, peer, call, d->call, 0,

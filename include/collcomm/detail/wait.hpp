@@ -11,8 +11,9 @@
 // seen within a context switch instead of a futex wake-up: with a few pauses before the sleep, 4
 // processes on 2 CPUs fell, for whole runs, into a state where ranks slept and woke each other
 // every call (8 B all_reduce: 14–25 µs per call in 6 runs of 8, 4–7 µs in the others); polling 1
-// ms with a yield after every look, 2.3–3.7 µs in every run (bench/RESULTS.md). Every wait is bounded by the world's timeout; the slice bound means that
-// even a lost wake-up costs a slice, never a hang.
+// ms with a yield after every look, 2.3–3.7 µs in every run (bench/RESULTS.md). Every wait is
+// bounded by the world's timeout; the slice bound means that even a lost wake-up costs a slice,
+// never a hang.
 //
 // Memory ordering. The state a rank waits for (a FIFO counter, a barrier counter) is published
 // with a release store and read with acquire loads; the doorbell only decides when to look
@@ -143,8 +144,7 @@ inline spin_policy spin_of(std::chrono::microseconds option, int ranks, const ch
 
 // Waits until ready() (a callable doing acquire loads) is true: polls (for spin.poll, yielding
 // every spin.yield_every, or spin_polls pauses where spin.poll is 0), yields a few times, then
-// sleeps on d. If it is still false after
-// `timeout`, calls on_timeout(), which must throw. ready() is always asked once more after the
+// sleeps on d. If it is still false after `timeout`, calls on_timeout(), which must throw. ready() is always asked once more after the
 // deadline passes, so a wait never fails on a condition that already holds. watch() is called
 // after every sleep (every slice: at most max_slice apart) while the wait goes on; it may throw
 // to end the wait early (an abort, a peer that died: world.hpp).

@@ -44,8 +44,9 @@
 // algorithm, the kind, the op, the count, the element type, or which calls they make — throws
 // errc::invalid_argument naming both ranks and both calls, and aborts the world with that text, so
 // ranks waiting anywhere throw errc::aborted within a wait slice. A rank whose part of such a call
-// needed no message may return from it; its next call meets the abort or the stale message. No
-// call returns data of another.
+// needed no message may return from it; its next call meets the abort or the stale message, and
+// then names the call it made before (the one the ranks disagree on). No call returns data of
+// another.
 //
 // Abort. abort() (any rank, any time) marks the world aborted: calls waiting on any rank throw
 // errc::aborted within a wait slice (max_slice, wait.hpp), and every later call throws it too. In
@@ -363,6 +364,9 @@ class world {
   // Rank `rank` starts collective call `call` (note_call), and the call rank `peer` is in, if it
   // could be read (peer_call: a few tries of the seqlock).
   void note_call(int rank, const call_fingerprint& call) noexcept {
+    scratch_slot& own = scratch_[static_cast<std::size_t>(rank)];
+    own.previous = own.current;
+    own.current = call;
     detail::current_call& c = calls_[rank];
     auto v = detail::sys_atomic<std::uint64_t>(c.version);
     const std::uint64_t was = v.load(cuda::std::memory_order_relaxed);
@@ -437,11 +441,13 @@ class world {
   // `peer` in `where` (a message, an exposure); marks the world failed and aborts it with the same
   // text (see Disagreement above). `fields`: differing_fields(mine, theirs), 0 when the calls agree
   // but the message's size does not.
+  // `verb`: how `rank` relates to `mine` ("is in", "made" for its call before).
   [[noreturn]] void disagree(const char* what, int rank, int peer, const call_fingerprint& mine,
-                             const call_fingerprint& theirs, unsigned fields, const std::string& where) {
+                             const call_fingerprint& theirs, unsigned fields, const std::string& where,
+                             const char* verb = "is in") {
     const std::string text = collcomm::detail::format_error(
         what, rank,
-        "rank " + std::to_string(rank) + " is in " + to_string(mine) + ", but " + where + " belongs to rank " +
+        "rank " + std::to_string(rank) + " " + verb + " " + to_string(mine) + ", but " + where + " belongs to rank " +
             std::to_string(peer) + "'s " + to_string(theirs) + ": the ranks disagree on " +
             (fields != 0 ? disagreement_text(fields)
                          : std::string("how the call splits into messages (the peers of a send_recv, or the "
@@ -450,6 +456,20 @@ class world {
     record(control_->failed, control_->failure_ready, control_->failure, text);
     abort(no_rank, text);
     throw error(errc::invalid_argument, rank, text);
+  }
+  // A message of `peer`'s call `theirs`, met by `rank` in call `call`, that carries the number of
+  // `rank`'s previous call is left over from it: that call is where the ranks disagreed, and the
+  // one the report names (whichever rank meets it first). Throws as disagree does when the two
+  // differ; returns otherwise.
+  void disagree_previous(const char* what, int rank, int peer, const call_fingerprint& call,
+                         const call_fingerprint& theirs, const std::string& where) {
+    const scratch_slot& own = scratch_[static_cast<std::size_t>(rank)];
+    if (call.seq == 0 || call.seq == call_fingerprint::p2p_seq || own.current.seq != call.seq ||
+        own.previous.seq != theirs.seq)
+      return;
+    if (const unsigned fields = differing_fields(own.previous, theirs))
+      disagree(what, rank, peer, own.previous, theirs, fields,
+               where + " (met in call #" + std::to_string(call.seq) + ")", "made");
   }
   // Throws errc::aborted when the world was aborted, or an earlier call failed after data moved.
   void check_usable(const char* what, int rank) {
@@ -714,7 +734,10 @@ class world {
     if (fields != 0 || h.elems != elems) [[unlikely]] {
       const std::string where = "message #" + std::to_string(m) + " from rank " + std::to_string(src) + " on channel " +
                                 std::to_string(channel);
-      if (fields != 0) disagree(what, dst, src, call, h.call, fields, where);
+      if (fields != 0) {
+        disagree_previous(what, dst, src, call, h.call, where);
+        disagree(what, dst, src, call, h.call, fields, where);
+      }
       disagree(what, dst, src, call, h.call, 0,
                where + ", of " + std::to_string(h.elems) + " elements where rank " + std::to_string(dst) + " expects " +
                    std::to_string(elems));
@@ -749,9 +772,10 @@ class world {
           const call_fingerprint& theirs = c.header(m).call;
           const unsigned fields = differing_fields(call, theirs);
           if (theirs.seq == call_fingerprint::p2p_seq || theirs.seq > call.seq || fields == 0) continue;
-          disagree(what, dst, src, call, theirs, fields,
-                   "message #" + std::to_string(m) + " from rank " + std::to_string(src) + " on channel " +
-                       std::to_string(channel) + ", unread,");
+          const std::string where = "message #" + std::to_string(m) + " from rank " + std::to_string(src) +
+                                    " on channel " + std::to_string(channel) + ", unread,";
+          disagree_previous(what, dst, src, call, theirs, where);
+          disagree(what, dst, src, call, theirs, fields, where);
         }
       }
   }
@@ -798,6 +822,7 @@ class world {
   struct alignas(64) scratch_slot {  // a cache line each: ranks' threads write their own
     std::unique_ptr<std::byte[], aligned_delete> memory;
     std::uint64_t calls = 0;  // collective calls made (next_call_seq)
+    call_fingerprint current{}, previous{};  // the rank's last two collective calls (note_call)
   };
 
   std::size_t sender_word(int channel, int dst) const noexcept {

@@ -15,6 +15,10 @@
 //                     the last: on the group's stream a batch waiting arrive[j] >= k for every j,
 //                     the launch, a write of done = k
 //   memops_async      as memops, but a rank that is not last returns without waiting for the launch
+//   events_shaped     events, launching a kernel shaped like collcomm's grouped launch instead:
+//                     a grid of (1, ranks) blocks of PROBE_THREADS (512) threads, a parameter block
+//                     of 2424 bytes (kernel_params of 32 rank_params), cooperative where PROBE_COOP=1
+//                     (the default), each block spinning PROBE_SPIN_NS (0) on the global timer
 // memops and memops_async deadlock when the streams outnumber the GPU's hardware queues
 // (CUDA_DEVICE_MAX_CONNECTIONS, 8 by default): a stream's wait blocks the queue it shares with
 // the stream whose work would end the wait. Run them with CUDA_DEVICE_MAX_CONNECTIONS=32.
@@ -45,6 +49,28 @@ static batch_fn batch = nullptr;
 
 __global__ void bump(unsigned* counters, int n) {
   if (threadIdx.x < n) atomicAdd(&counters[threadIdx.x], 1u);
+}
+
+struct shaped_params {  // the size of collcomm's kernel_params<nvlink handle, float, sum>
+  unsigned* counters;
+  int n;
+  unsigned long long spin_ns;
+  char pad[2424 - 24];
+};
+static_assert(sizeof(shaped_params) == 2424);
+
+__global__ void shaped(const __grid_constant__ shaped_params p) {
+  if (p.spin_ns) {
+    unsigned long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); while (t - t0 < p.spin_ns);
+  }
+  if (threadIdx.x == 0 && blockIdx.y < static_cast<unsigned>(p.n)) atomicAdd(&p.counters[blockIdx.y], 1u);
+}
+
+static int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
 }
 
 struct group {
@@ -90,7 +116,7 @@ static void run_rank(group& g, int i, const std::string& mode, int calls) {
       CK(cudaStreamIsCapturing(s, &st));
       continue;
     }
-    const bool events = mode == "events";
+    const bool events = mode.rfind("events", 0) == 0;
     while (g.gen.load(std::memory_order_acquire) + 1 < k) {}  // call k - 1 launched (async: ranks run ahead)
     if (events)
       CK(cudaEventRecord(g.ready[i], s));
@@ -106,7 +132,24 @@ static void run_rank(group& g, int i, const std::string& mode, int calls) {
     if (events) {
       for (int j = 0; j < g.n; ++j)
         if (j != i) CK(cudaStreamWaitEvent(s, g.ready[j], 0));
-      bump<<<1, 32, 0, s>>>(g.counters, g.n);
+      if (mode == "events_shaped") {
+        shaped_params p{};
+        p.counters = g.counters;
+        p.n = g.n;
+        p.spin_ns = static_cast<unsigned long long>(env_int("PROBE_SPIN_NS", 0));
+        cudaLaunchConfig_t cfg{};
+        cfg.gridDim = dim3(1, static_cast<unsigned>(g.n), 1);
+        cfg.blockDim = dim3(static_cast<unsigned>(env_int("PROBE_THREADS", 512)), 1, 1);
+        cfg.stream = s;
+        cudaLaunchAttribute attr[1];
+        attr[0].id = cudaLaunchAttributeCooperative;
+        attr[0].val.cooperative = 1;
+        cfg.attrs = attr;
+        cfg.numAttrs = env_int("PROBE_COOP", 1) ? 1 : 0;
+        CK(cudaLaunchKernelEx(&cfg, shaped, p));
+      } else {
+        bump<<<1, 32, 0, s>>>(g.counters, g.n);
+      }
       CK(cudaEventRecord(g.done, s));
     } else {
       std::vector<CUstreamBatchMemOpParams> p(static_cast<std::size_t>(g.n));

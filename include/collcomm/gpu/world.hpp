@@ -302,21 +302,21 @@ class world {
   };
   static constexpr std::size_t remembered = 64;
   std::uint64_t collectives_launched(int rank) const {
-    std::lock_guard<std::mutex> lock(history_mutex_);
-    return static_cast<std::size_t>(rank) < history_.size() ? history_[static_cast<std::size_t>(rank)].collectives : 0;
+    const history& h = history_[static_cast<std::size_t>(rank)];
+    std::lock_guard<std::mutex> lock(h.m);
+    return h.collectives;
   }
   void record_launch(int rank, std::uint32_t fingerprint, const launch_call& c) {
-    std::lock_guard<std::mutex> lock(history_mutex_);
-    if (history_.size() < static_cast<std::size_t>(nranks_)) history_.resize(static_cast<std::size_t>(nranks_));
     history& h = history_[static_cast<std::size_t>(rank)];
+    std::lock_guard<std::mutex> lock(h.m);
     h.recent[h.recorded++ % remembered] = {fingerprint, h.collectives, c};
     if (!c.p2p) ++h.collectives;
   }
   // The most recent of rank's remembered calls with this fingerprint (31 bits), if any.
   bool find_launch(int rank, std::uint32_t fingerprint, launched_call& out) const {
-    std::lock_guard<std::mutex> lock(history_mutex_);
-    if (static_cast<std::size_t>(rank) >= history_.size()) return false;
+    if (rank < 0 || rank >= nranks_) return false;
     const history& h = history_[static_cast<std::size_t>(rank)];
+    std::lock_guard<std::mutex> lock(h.m);
     for (std::uint64_t i = h.recorded; i-- > 0 && h.recorded - i <= remembered;)
       if ((h.recent[i % remembered].fingerprint & 0x7fffffffu) == (fingerprint & 0x7fffffffu)) {
         out = h.recent[i % remembered];
@@ -330,8 +330,10 @@ class world {
     int device = 0;
     std::vector<int> ranks;  // world ranks on this GPU, ascending
     std::mutex m;
-    std::atomic<std::uint64_t> generation{0};  // calls launched so far (written under m; read without it)
-    detail::doorbell bell;                     // rung when `generation` moves (detail/wait.hpp)
+    // Calls launched so far (written under m; read without it): a cache line of its own, which the
+    // waiting ranks poll while arrivals write the fields around it.
+    alignas(64) std::atomic<std::uint64_t> generation{0};
+    alignas(64) detail::doorbell bell;  // rung when `generation` moves (detail/wait.hpp)
     detail::spin_policy spin;                  // how a waiting rank polls (options::rendezvous_spin)
     int arrived = 0;                           // ranks arrived for the next call
     std::vector<char> present;                 // (local rank): arrived for the next call
@@ -596,13 +598,15 @@ class world {
   std::atomic<bool> failed_{false};
   mutable std::mutex failed_mutex_;
   std::string failed_why_;
-  struct history {
+  // (rank): each written by its rank's thread at every launch, read by others only to name a
+  // stalled call; a lock each, so ranks launching together do not queue on one.
+  struct alignas(64) history {
+    mutable std::mutex m;
     std::uint64_t collectives = 0;
     std::uint64_t recorded = 0;
     std::array<launched_call, remembered> recent{};
   };
-  mutable std::mutex history_mutex_;
-  std::vector<history> history_;  // (rank), grown on first use
+  std::unique_ptr<history[]> history_ = std::make_unique<history[]>(static_cast<std::size_t>(nranks_));
 };
 
 }  // namespace gpu

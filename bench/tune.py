@@ -18,7 +18,10 @@ the best of them at every size (the target: within 10 %).
 OUT keeps every raw log (raw/*.jsonl or raw/*.txt), sweep.json (every arm's median per size) and
 the table's source line. --arms-only K limits the kinds; --max-bytes the sizes; --dry-run prints
 the commands; --rounds R sweeps every arm R times, in turn, and takes the median. An arm whose time is within --keep (default 3 %) of the arm chosen for the size
-below keeps that arm: fewer rules, fewer kernels, and no flapping on noise.
+below keeps that arm: fewer rules, fewer kernels, and no flapping on noise. Small calls launched on
+streams all cost the launch's host floor, whichever arm runs: --tiebreak DIR (a --graph sweep of the
+same arms, e.g. to 4M) tells such ties (arms within --tie, default 10 %, of the fastest) apart by
+their time from a CUDA graph, so that graph users get the arm that is fastest there.
 """
 import argparse
 import datetime
@@ -141,8 +144,15 @@ def host_sweep(args, kind, ranks, arm, log):
     return res
 
 
-def choose(per_arm, keep):
-    """[(bytes, arm)] per size: the fastest, unless the arm chosen below is within `keep`."""
+def choose(per_arm, keep, graph=None, tie=0.10, host_bound=1.5):
+    """[(bytes, arm)] per size: the fastest, unless the arm chosen below is within `keep`.
+
+    graph: {arm: {bytes: (µs, ...)}} of the same arms replayed from a CUDA graph (--tiebreak). At a
+    size where the stream launch's host cost sets some arm's time (its stream time at least
+    `host_bound` times its graph time), every arm whose GPU work is that far below the fastest
+    stream time (graph time times `host_bound` at most that) runs at the same host floor, and so
+    does any arm within `tie` of the fastest: of these, the fastest from a graph wins (again
+    keeping the arm below while within `keep`)."""
     sizes = sorted({b for r in per_arm.values() for b in r})
     picks, prev = [], None
     for b in sizes:
@@ -150,11 +160,26 @@ def choose(per_arm, keep):
             continue
         times = {a: r[b][0] for a, r in per_arm.items() if b in r}
         best = min(times, key=times.get)
-        if prev in times and times[prev] <= times[best] * (1 + keep):
+        g = {a: graph[a][b][0] for a in times if graph and b in graph.get(a, {})}
+        if any(times[a] >= host_bound * v for a, v in g.items()):
+            tied = {a: v for a, v in g.items()
+                    if times[a] <= times[best] * (1 + tie) or v * host_bound <= times[best]}
+            best = min(tied, key=tied.get)
+            if prev in tied and tied[prev] <= tied[best] * (1 + keep):
+                best = prev
+        elif prev in times and times[prev] <= times[best] * (1 + keep):
             best = prev
         picks.append((b, best))
         prev = best
     return picks
+
+
+def graph_times(args, r, kind):
+    """--tiebreak's sweep of (ranks, kind): {arm: {bytes: (µs, ...)}}, or None."""
+    if not args.tiebreak:
+        return None
+    named = json.load(open(os.path.join(args.tiebreak, "sweep.json"))).get(str(r), {}).get(kind)
+    return {parse_arm(a): {int(b): tuple(v) for b, v in res.items()} for a, res in named.items()} if named else None
 
 
 def rules_for(picks):
@@ -242,6 +267,10 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--graph", action="store_true", help="GPU: time calls replayed from a CUDA graph")
     ap.add_argument("--keep", type=float, default=0.03)
+    ap.add_argument("--tiebreak", default=None,
+                    help="GPU: OUT folder of a --graph sweep of the same arms: where the stream launch's host "
+                         "cost sets the time, arms within --tie of the fastest tie, and the faster from a graph wins")
+    ap.add_argument("--tie", type=float, default=0.10)
     ap.add_argument("--rounds", type=int, default=1, help="sweeps of every arm; the median per size is taken")
     ap.add_argument("--out", required=True)
     ap.add_argument("--header", default=None)
@@ -353,7 +382,7 @@ def main():
                     continue
                 per_arm = {parse_arm(a): {int(b): tuple(v) for b, v in res.items()} for a, res in named.items()}
                 data.setdefault(str(r), {})[kind] = named
-                picks = choose(per_arm, args.keep)
+                picks = choose(per_arm, args.keep, graph_times(args, r, kind), args.tie)
                 chosen.setdefault(r, {})[kind] = rules_for(picks)
                 for b, a in picks:
                     print(f"  {kind} ranks {r} {b:>11} B: {arm_name(a)}")
@@ -374,7 +403,7 @@ def main():
                 continue
             data.setdefault(str(r), {})[kind] = {arm_name(a): {str(b): v for b, v in res.items()}
                                                  for a, res in per_arm.items()}
-            picks = choose(per_arm, args.keep)
+            picks = choose(per_arm, args.keep, graph_times(args, r, kind), args.tie)
             chosen.setdefault(r, {})[kind] = rules_for(picks)
             for b, a in picks:
                 print(f"  {kind} ranks {r} {b:>11} B: {arm_name(a)}")
@@ -393,7 +422,9 @@ def main():
             json.dump(data, f, indent=1)
     source = (f"{args.mode} sweep of {', '.join(kinds)} at {args.ranks} ranks, {args.type}, to {meta.get('max_bytes')}"
               f"{' from a CUDA graph' if meta.get('graph') else ''}, median of {meta.get('rounds')} round(s), "
-              f"an arm kept while within {args.keep:.0%} of the fastest; "
+              f"an arm kept while within {args.keep:.0%} of the fastest"
+              + (f", arms within {args.tie:.0%} of it where the launch's host cost sets the time told apart by a "
+                 f"sweep from a CUDA graph ({args.tiebreak})" if args.tiebreak else "") + "; "
               f"{meta.get('date')}, commit {meta.get('commit')}; logs in {args.out}")
     write_header(args, args.mode, chosen, source)
 

@@ -4,8 +4,8 @@
 #   bash bench/results/h100_2026-12-05/run.sh OUT sweep SECONDS   the copy loop's loads in flight (collcomm_bench_cu1/_cu2 against collcomm_bench:
 #        1, 2, 4 vectors per thread; where those are in BIN), the launch's host cost with
 #        COOPERATIVE="1 0", then bench/tune.py's GPU sweep of every kind at 2, 4 and 8
-#        ranks (KINDS, RANKS; arms of protocol simple and ll, MAX bytes, ROUNDS rounds, KEEP), each
-#        into tune_KIND_rN
+#        ranks (KINDS, RANKS; arms of protocol simple and ll, MAX bytes, ROUNDS rounds, KEEP; GRAPH=1:
+#        calls replayed from a CUDA graph), each into tune_KIND_rN
 #   bash bench/results/h100_2026-12-05/run.sh OUT verify SECONDS  automatic beside the sweep's
 #        winners (SWEEP: the merged sweep folder, carried; ROUNDS, default 2), one (kind, rank count) at a time
 # Both first run GPU tests (TESTS). Everything lands in a work folder packed into OUT/runs.tgz; OUT/summary.txt has each step's exit
@@ -67,6 +67,7 @@ for kind in ${KINDS:-all_reduce reduce_scatter all_gather broadcast reduce}; do
     args=(gpu --bench "$BIN/collcomm_bench" --ranks "$r" --kinds "$kind" --max-bytes "${MAX:-256M}" --ll-max 8M
           --reps 3 --timeout 60 --out "$d" --header "$d/nvlink.hpp" --only-arms "${ONLY_ARMS:-^[^/]+/(simple|ll)/}"
           --keep "${KEEP:-0.03}")
+    [[ -n ${GRAPH:-} ]] && args+=(--graph)
     if [[ $WHAT == verify ]]; then
       mkdir -p "$d" && cp "${SWEEP:?}/sweep.json" "$d/" && args+=(--verify --rounds "${ROUNDS:-2}")
     else

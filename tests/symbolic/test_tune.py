@@ -15,6 +15,7 @@ import os
 import random
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 HERE = os.path.dirname(os.path.abspath(__file__))
 spec = importlib.util.spec_from_file_location("tune", os.path.join(HERE, "..", "..", "bench", "tune.py"))
 tune = importlib.util.module_from_spec(spec)

@@ -334,16 +334,16 @@ class world {
     // waiting ranks poll while arrivals write the fields around it.
     alignas(64) std::atomic<std::uint64_t> generation{0};
     alignas(64) detail::doorbell bell;  // rung when `generation` moves (detail/wait.hpp)
-    detail::spin_policy spin;                  // how a waiting rank polls (options::rendezvous_spin)
-    int arrived = 0;                           // ranks arrived for the next call
-    std::vector<char> present;                 // (local rank): arrived for the next call
-    const void* kernel = nullptr;              // the composition the first arrival asked for
-    launch_call first;                         // and the call it made (gpu/launch.hpp compares every arrival's)
-    std::string mismatch;                      // the first difference from it, naming both ranks
-    std::vector<unsigned char> params;         // the next launch's kernel_params, filled by each arrival
-    std::vector<cudaEvent_t> ready;            // (local rank): recorded on its stream when it arrived
-    cudaEvent_t done = nullptr;                // recorded after the kernel, on the launching stream
-    std::string result;                        // the last launch's error ("" if it was enqueued)
+    detail::spin_policy spin;           // how a waiting rank polls (options::rendezvous_spin)
+    int arrived = 0;                    // ranks arrived for the next call
+    std::vector<char> present;          // (local rank): arrived for the next call
+    const void* kernel = nullptr;       // the composition the first arrival asked for
+    launch_call first;                  // and the call it made (gpu/launch.hpp compares every arrival's)
+    std::string mismatch;               // the first difference from it, naming both ranks
+    std::vector<unsigned char> params;  // the next launch's kernel_params, filled by each arrival
+    std::vector<cudaEvent_t> ready;     // (local rank): recorded on its stream when it arrived
+    cudaEvent_t done = nullptr;         // recorded after the kernel, on the launching stream
+    std::string result;                 // the last launch's error ("" if it was enqueued)
     // send_recv between ranks of this GPU: (src, dst) local indices, messages sent in earlier
     // launches and not yet received, and their bytes (gpu/launch.hpp, check_p2p_launch).
     std::vector<std::int64_t> p2p_pending;
@@ -528,7 +528,7 @@ class world {
         at += per;
         auto* sizes = reinterpret_cast<std::uint64_t*>(b + opts_.slot_bytes * opts_.slots);
         net_table_[(static_cast<std::size_t>(c) * n + src) * n + dst] = {b, sizes, sizes + opts_.slots,
-                                                                        sizes + opts_.slots + 1};
+                                                                         sizes + opts_.slots + 1};
       };
       for (int c = 0; c < nc; ++c)
         for (int p = 0; p < n; ++p)
@@ -584,7 +584,7 @@ class world {
   bool scope_is_device_ = false;
   transport::handle_fields base_{};
   std::vector<std::pair<int, transport::fifo_view*>> fifo_tables_;  // (device, table on it)
-  std::vector<transport::fifo_view> net_table_;  // a net world: (channel, src, dst), host views of this rank's FIFOs
+  std::vector<transport::fifo_view> net_table_;   // a net world: (channel, src, dst), host views of this rank's FIFOs
   std::vector<transport::fifo_view> host_table_;  // the FIFO table as installed on the GPUs
   std::shared_ptr<world> near_;                   // a net world: its host group's world of processes
   std::vector<int> near_ranks_;                   // and that group's ranks (ascending), or none

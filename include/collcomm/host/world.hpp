@@ -821,7 +821,7 @@ class world {
   };
   struct alignas(64) scratch_slot {  // a cache line each: ranks' threads write their own
     std::unique_ptr<std::byte[], aligned_delete> memory;
-    std::uint64_t calls = 0;  // collective calls made (next_call_seq)
+    std::uint64_t calls = 0;                 // collective calls made (next_call_seq)
     call_fingerprint current{}, previous{};  // the rank's last two collective calls (note_call)
   };
 
@@ -872,7 +872,7 @@ class world {
   int nranks_;
   options opt_;
   detail::spin_policy spin_;  // the polling phase of this rank's waits (detail::spin_of)
-  int rank_ = no_rank;  // process worlds: the rank this process drives
+  int rank_ = no_rank;        // process worlds: the rank this process drives
   // Shared state: on the heap (threads: the own_* members own it) or in the segment (processes).
   detail::control_block* control_ = nullptr;
   detail::padded_counter* arrivals_ = nullptr;  // (channel, rank): barriers entered; channels + 1 channels
@@ -899,8 +899,8 @@ class world {
   struct alignas(64) flat_box {
     std::byte bytes[detail::flat_box_bytes];
   };
-  std::unique_ptr<flat_box[]> own_flat_;          // threads: the mailboxes
-  std::byte* flat_ = nullptr;                     // (rank, 2): mailboxes of flat_box_bytes
+  std::unique_ptr<flat_box[]> own_flat_;         // threads: the mailboxes
+  std::byte* flat_ = nullptr;                    // (rank, 2): mailboxes of flat_box_bytes
   std::unique_ptr<std::uint64_t[]> flat_calls_;  // (rank): mailbox calls made; each by that rank only
   static detail::flat_detail* flat_detail_of(detail::flat_header* h) noexcept {
     return reinterpret_cast<detail::flat_detail*>(reinterpret_cast<std::byte*>(h) + detail::flat_detail_offset);

@@ -75,6 +75,9 @@ static int env_int(const char* name, int fallback) {
 
 struct group {
   int n;
+  shaped_params shaped{};  // events_shaped: read from the environment once, before the calls
+  unsigned shaped_threads = 512;
+  bool shaped_coop = true;
   std::vector<cudaStream_t> s;
   std::vector<cudaEvent_t> ready;
   cudaEvent_t done;
@@ -133,20 +136,16 @@ static void run_rank(group& g, int i, const std::string& mode, int calls) {
       for (int j = 0; j < g.n; ++j)
         if (j != i) CK(cudaStreamWaitEvent(s, g.ready[j], 0));
       if (mode == "events_shaped") {
-        shaped_params p{};
-        p.counters = g.counters;
-        p.n = g.n;
-        p.spin_ns = static_cast<unsigned long long>(env_int("PROBE_SPIN_NS", 0));
         cudaLaunchConfig_t cfg{};
         cfg.gridDim = dim3(1, static_cast<unsigned>(g.n), 1);
-        cfg.blockDim = dim3(static_cast<unsigned>(env_int("PROBE_THREADS", 512)), 1, 1);
+        cfg.blockDim = dim3(g.shaped_threads, 1, 1);
         cfg.stream = s;
         cudaLaunchAttribute attr[1];
         attr[0].id = cudaLaunchAttributeCooperative;
         attr[0].val.cooperative = 1;
         cfg.attrs = attr;
-        cfg.numAttrs = env_int("PROBE_COOP", 1) ? 1 : 0;
-        CK(cudaLaunchKernelEx(&cfg, shaped, p));
+        cfg.numAttrs = g.shaped_coop ? 1 : 0;
+        CK(cudaLaunchKernelEx(&cfg, shaped, g.shaped));
       } else {
         bump<<<1, 32, 0, s>>>(g.counters, g.n);
       }
@@ -207,6 +206,11 @@ int main(int argc, char** argv) {
     CK(cudaMemset(g.words, 0, sizeof(unsigned) * (n + 1)));
     CK(cudaMemset(g.counters, 0, sizeof(unsigned) * n));
     CK(cudaDeviceSynchronize());
+    g.shaped.counters = g.counters;
+    g.shaped.n = n;
+    g.shaped.spin_ns = static_cast<unsigned long long>(env_int("PROBE_SPIN_NS", 0));
+    g.shaped_threads = static_cast<unsigned>(env_int("PROBE_THREADS", 512));
+    g.shaped_coop = env_int("PROBE_COOP", 1) != 0;
     std::vector<double> us;
     for (int rep = 0; rep < 3; ++rep) {
       // fresh counts per repetition: words restart at 0

@@ -174,11 +174,9 @@ def choose(per_arm, keep, graph=None, tie=0.10, host_bound=1.5):
     return picks
 
 
-def graph_times(args, r, kind):
-    """--tiebreak's sweep of (ranks, kind): {arm: {bytes: (µs, ...)}}, or None."""
-    if not args.tiebreak:
-        return None
-    named = json.load(open(os.path.join(args.tiebreak, "sweep.json"))).get(str(r), {}).get(kind)
+def graph_times(tiebreak, r, kind):
+    """The --tiebreak sweep's (ranks, kind) (its sweep.json, loaded): {arm: {bytes: (µs, ...)}}, or None."""
+    named = (tiebreak or {}).get(str(r), {}).get(kind)
     return {parse_arm(a): {int(b): tuple(v) for b, v in res.items()} for a, res in named.items()} if named else None
 
 
@@ -316,6 +314,7 @@ def main():
             json.dump(merged, f, indent=1)
         args.reuse = True
     REUSE = args.reuse
+    tiebreak = json.load(open(os.path.join(args.tiebreak, "sweep.json"))) if args.tiebreak else None
     arms = GPU_ARMS if args.mode == "gpu" else HOST_ARMS
     if args.only_arms:
         arms = {k: [a for a in v if re.search(args.only_arms, arm_name(a))] for k, v in arms.items()}
@@ -382,7 +381,7 @@ def main():
                     continue
                 per_arm = {parse_arm(a): {int(b): tuple(v) for b, v in res.items()} for a, res in named.items()}
                 data.setdefault(str(r), {})[kind] = named
-                picks = choose(per_arm, args.keep, graph_times(args, r, kind), args.tie)
+                picks = choose(per_arm, args.keep, graph_times(tiebreak, r, kind), args.tie)
                 chosen.setdefault(r, {})[kind] = rules_for(picks)
                 for b, a in picks:
                     print(f"  {kind} ranks {r} {b:>11} B: {arm_name(a)}")
@@ -403,7 +402,7 @@ def main():
                 continue
             data.setdefault(str(r), {})[kind] = {arm_name(a): {str(b): v for b, v in res.items()}
                                                  for a, res in per_arm.items()}
-            picks = choose(per_arm, args.keep, graph_times(args, r, kind), args.tie)
+            picks = choose(per_arm, args.keep, graph_times(tiebreak, r, kind), args.tie)
             chosen.setdefault(r, {})[kind] = rules_for(picks)
             for b, a in picks:
                 print(f"  {kind} ranks {r} {b:>11} B: {arm_name(a)}")

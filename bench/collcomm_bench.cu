@@ -388,11 +388,22 @@ void run_bench(const bench_settings& st, double copy_bw) {
 }
 
 // The compositions the bench can run: looked up by name once, at start-up.
-using bench_kinds = collcomm_test::type_list<kind::all_reduce, kind::reduce_scatter, kind::all_gather, kind::broadcast,
-                                             kind::reduce, kind::all_to_all>;
-using bench_algos = collcomm_test::type_list<algo::ring, algo::tree, algo::recursive_doubling, algo::one_shot,
-                                             algo::two_shot, algo::direct, algo::pairwise>;
-using bench_types = collcomm_test::type_list<float, __nv_bfloat16>;
+// A narrow build for comparing kernel variants compiles in seconds, not minutes: e.g.
+//   -DCOLLCOMM_BENCH_KINDS=kind::all_reduce -DCOLLCOMM_BENCH_ALGOS=algo::ring -DCOLLCOMM_BENCH_TYPES=float
+#ifndef COLLCOMM_BENCH_KINDS
+#define COLLCOMM_BENCH_KINDS \
+  kind::all_reduce, kind::reduce_scatter, kind::all_gather, kind::broadcast, kind::reduce, kind::all_to_all
+#endif
+#ifndef COLLCOMM_BENCH_ALGOS
+#define COLLCOMM_BENCH_ALGOS \
+  algo::ring, algo::tree, algo::recursive_doubling, algo::one_shot, algo::two_shot, algo::direct, algo::pairwise
+#endif
+#ifndef COLLCOMM_BENCH_TYPES
+#define COLLCOMM_BENCH_TYPES float, __nv_bfloat16
+#endif
+using bench_kinds = collcomm_test::type_list<COLLCOMM_BENCH_KINDS>;
+using bench_algos = collcomm_test::type_list<COLLCOMM_BENCH_ALGOS>;
+using bench_types = collcomm_test::type_list<COLLCOMM_BENCH_TYPES>;
 
 }  // namespace
 

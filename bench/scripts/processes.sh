@@ -2,7 +2,7 @@
 # Ranks as processes on one GPU: the multi-process GPU tests and collcomm_bench_mp's figures, for
 # transport::nvlink over CUDA IPC and transport::pcie staged through POSIX shared memory +
 # cudaHostRegister, 2/4/8 processes on the one GPU, logs under OUT.
-#   bash bench/scripts/processes.sh OUT [tests|bench|all|pcie_tests|pcie_bench|pcie|small|large] [max_bytes]
+#   bash bench/scripts/processes.sh OUT [tests|bench|all|pcie_tests|pcie_bench|pcie|small|latency|large] [max_bytes]
 # Binaries from BIN (default .deps/bin): test_gpu_mp and collcomm_bench_mp, built on a machine
 # without a GPU by scripts/build_gpu_here.sh test_gpu_mp bench_mp (carry .deps/bin/test_gpu_mp and
 # .deps/bin/collcomm_bench_mp).
@@ -15,12 +15,14 @@
 # small: all_reduce 8 B..64 KiB, ring and one_shot, stream-launched and replayed from a CUDA graph,
 #   1/8/32 channels (the small-message figures of RESULTS.md's processes table; OLD=path: another
 #   build of collcomm_bench_mp, without -G, timed the same way first, for a before/after).
+# latency: all_reduce 8 B..8 KiB among 4 and 8 processes, one_shot (1 channel and the default) and
+#   two_shot (1 channel), stream-launched and replayed from a CUDA graph.
 # large: ring 64 MiB..max_bytes with 1 MiB slots and processes x channels = 128 (the bandwidth
 #   figures of RESULTS.md's processes table).
 # The no-MPS check runs first (before the daemon starts); the rest under MPS, which this script
 # starts as a user-level daemon and stops at the end (it changes no GPU setting).
 set -u
-OUT=${1:?usage: processes.sh OUT [tests|bench|all|pcie_tests|pcie_bench|pcie|small|large] [max_bytes]}
+OUT=${1:?usage: processes.sh OUT [tests|bench|all|pcie_tests|pcie_bench|pcie|small|latency|large] [max_bytes]}
 WHAT=${2:-all}
 MAX=${3:-1G}
 . "$(dirname "$0")/common.sh"
@@ -110,6 +112,16 @@ if [ "$WHAT" = small ]; then
           mp_bench small_n$n.log 60 "small n=$n $a C=$c graph=$g" -n $n -k all_reduce -a $a -b 8 -e 64K -f 8 -C $c \
             -G $g -w 20 -i 100
         done
+      done
+    done
+  done
+fi
+if [ "$WHAT" = latency ]; then
+  for n in 4 8; do
+    for a in "one_shot -C 1" "one_shot" "two_shot -C 1"; do
+      for g in 0 1; do
+        mp_bench latency_n$n.log 60 "latency n=$n $a graph=$g" -n $n -k all_reduce -a $a -b 8 -e 8K -f 4 -G $g \
+          -w 50 -i 200
       done
     done
   done

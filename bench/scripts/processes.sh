@@ -117,8 +117,8 @@ if [ "$WHAT" = small ]; then
   done
 fi
 if [ "$WHAT" = latency ]; then
-  for n in 4 8; do
-    for a in "one_shot -C 1" "one_shot" "two_shot -C 1"; do
+  for n in ${LAT_N:-4 8}; do
+    for a in ${LAT_A:-"one_shot -C 1" "one_shot" "two_shot -C 1"}; do
       for g in 0 1; do
         mp_bench latency_n$n.log 60 "latency n=$n $a graph=$g" -n $n -k all_reduce -a $a -b 8 -e 8K -f 4 -G $g \
           -w 50 -i 200

@@ -13,6 +13,10 @@
 #include <string>
 #include <vector>
 
+#if defined(__linux__)
+#include <sched.h>
+#endif
+
 namespace {
 
 using collcomm::index_t;
@@ -349,3 +353,66 @@ TEST_CASE("host smoke: the call's tuning, fewer channels and smaller slots than 
     CHECK(std::count(untouched[r].begin(), untouched[r].end(), -7) == count);
   }
 }
+
+#if defined(__linux__)
+namespace {
+// The CPUs the calling thread may run on.
+std::vector<int> my_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+}  // namespace
+
+TEST_CASE("host smoke: run_ranks binds rank r's thread to the r-th CPU where every rank has one, else none") {
+  // This thread, and the rank threads it starts, on at most 2 of the process's CPUs (whatever the
+  // machine), the last two; restored at the end.
+  const std::vector<int> all = my_cpus();
+  REQUIRE(!all.empty());
+  const std::vector<int> process(all.end() - std::min<std::ptrdiff_t>(2, std::ssize(all)), all.end());
+  auto set_mine = [](const std::vector<int>& cpus) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int c : cpus) CPU_SET(c, &set);
+    REQUIRE_EQ(sched_setaffinity(0, sizeof set, &set), 0);
+  };
+  set_mine(process);
+  // Ranks: every CPU a rank (bound), one more than the CPUs (crowded: unbound), and as many as the
+  // CPUs with binding switched off.
+  struct setting {
+    int ranks;
+    bool bind;
+    bool bound;
+  };
+  const int cpus = static_cast<int>(process.size());
+  for (const setting s : {setting{cpus, true, true}, setting{cpus + 1, true, false}, setting{cpus, false, false}}) {
+    CAPTURE(s.ranks);
+    CAPTURE(s.bind);
+    collcomm::host::options o;
+    o.bind_threads = s.bind;
+    o.timeout = std::chrono::seconds(20);
+    o.window_bytes = 4096;
+    collcomm::host::world w(s.ranks, o);
+    std::vector<std::vector<int>> seen(static_cast<std::size_t>(s.ranks));
+    std::vector<int> got(static_cast<std::size_t>(s.ranks), -1);
+    collcomm::host::run_ranks(w, [&](comm_t& c) {
+      seen[static_cast<std::size_t>(c.rank())] = my_cpus();
+      int one = 1;  // and the ranks still meet: an all_reduce of ones gives the rank count
+      collcomm::all_reduce(c, &one, &got[static_cast<std::size_t>(c.rank())], 1, collcomm::op::sum{});
+    });
+    for (int r = 0; r < s.ranks; ++r) {
+      CAPTURE(r);
+      CHECK_EQ(got[static_cast<std::size_t>(r)], s.ranks);
+      if (s.bound)
+        CHECK_EQ(seen[static_cast<std::size_t>(r)], std::vector<int>{process[static_cast<std::size_t>(r)]});
+      else
+        CHECK_EQ(seen[static_cast<std::size_t>(r)], process);
+    }
+  }
+  set_mine(all);
+}
+#endif

@@ -6,6 +6,11 @@
 #include <collcomm/error.hpp>
 #include <collcomm/host/world.hpp>
 
+#if defined(__linux__)
+#include <pthread.h>
+#include <sched.h>
+#endif
+
 #include <exception>
 #include <string>
 #include <mutex>
@@ -17,13 +22,43 @@
 COLLCOMM_NAMESPACE_BEGIN
 namespace host {
 
+namespace run_ranks_detail {
+// The CPUs this process may run on, in order (empty where that cannot be known).
+inline std::vector<int> allowed_cpus() {
+  std::vector<int> cpus;
+#if defined(__linux__)
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+#endif
+  return cpus;
+}
+// Binds the calling thread to `cpu`; a refusal leaves it unbound (binding only helps speed).
+inline void bind_this_thread(int cpu) noexcept {
+#if defined(__linux__)
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  (void)pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+#else
+  (void)cpu;
+#endif
+}
+}  // namespace run_ranks_detail
+
 // Starts one thread per rank of w, calls f(communicator<transport::host_shm>&) on each, joins them
-// all, then rethrows the exception thrown first in time (if any). When one rank throws, the
-// others find out through their bounded waits (errc::timeout after options.timeout), so
-// run_ranks returns within about one timeout; it never hangs. A world serves one run_ranks at a
-// time. Example: world.hpp.
+// all, then rethrows the exception thrown first in time (if any). Where every rank has a CPU of
+// its own, rank r's thread is bound to the r-th CPU of the process (options::bind_threads). When
+// one rank throws, the others find out through their bounded waits (errc::timeout after
+// options.timeout), so run_ranks returns within about one timeout; it never hangs. A world serves
+// one run_ranks at a time. Example: world.hpp.
 template <class F>
 void run_ranks(world& w, F&& f) {
+  std::vector<int> cpus;
+  if (w.opts().bind_threads) cpus = run_ranks_detail::allowed_cpus();
+  if (static_cast<int>(cpus.size()) < w.size()) cpus.clear();  // crowded: no binding
   std::mutex m;
   std::exception_ptr first;
   auto record = [&](std::exception_ptr e) {
@@ -34,7 +69,8 @@ void run_ranks(world& w, F&& f) {
   threads.reserve(static_cast<std::size_t>(w.size()));
   try {
     for (int r = 0; r < w.size(); ++r) {
-      threads.emplace_back([&w, &f, &record, r] {
+      threads.emplace_back([&w, &f, &record, &cpus, r] {
+        if (!cpus.empty()) run_ranks_detail::bind_this_thread(cpus[static_cast<std::size_t>(r)]);
         try {
           communicator<transport::host_shm> comm(w, r);
           f(comm);

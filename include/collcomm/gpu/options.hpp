@@ -33,13 +33,15 @@ enum class launch_mode {
 // The shared fields (collcomm/options.hpp) with the GPU's defaults, and the GPU's own.
 struct options : common_options {
   options() {
-    channels = 0;  // thread blocks per rank and call; 0: SMs / ranks per GPU, at most 32
+    // Thread blocks per rank and call; 0: SMs / ranks per GPU, at most 32 (a world of threads: at
+    // most 64, and 128 / ranks where that is more than 32).
+    channels = 0;
     // Connections take, in each rank's GPU memory, nranks x channels x slots x slot_bytes (8 ranks,
     // 16 channels, 8 x 256 KiB: 256 MiB per rank; with automatic channels it stays at a few hundred
     // MiB per rank); 1 MiB slots reach ~80 % of copy bandwidth on one H200 (bench/RESULTS.md),
     // 256 KiB ~75 %.
     slot_bytes = std::size_t{256} << 10;
-    slots = 8;  // a power of two, at least 2
+    slots = 8;                                   // a power of two, at least 2
     timeout = std::chrono::milliseconds(10000);  // also bounds the launch rendezvous
     // Worlds of processes only (gpu/process_world.hpp): each rank's staging window for direct
     // algorithms, four times over in its GPU memory (input and output of calls staged by copies;

@@ -89,7 +89,10 @@ class world {
                 ": ranks sharing a GPU must launch grouped (separate kernels of several streams need not run at once)");
     }
     if (opts_.channels == 0) {
-      int most = 32;  // as NCCL's ring; beyond, connection memory grows and a block's share shrinks
+      // One block per SM where few ranks share a GPU (2 ranks: 64 channels; direct all_gather moves
+      // 86 % of copy bandwidth at 256 MiB with them, 78 % with 32: bench/RESULTS.md), within 32..64
+      // and 128 / ranks, which bounds the connections' memory (ranks x channels x slots x slot_bytes).
+      int most = std::clamp(128 / nranks, 32, 64);
       for (int d : devices_) {
         int sms = 0;
         detail::cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d),

@@ -49,8 +49,9 @@ struct options : common_options {
   // threads, the CPUs this process may run on; for processes, those any rank may run on (a
   // launcher that binds each rank to a core gives each a mask of one). >= 0.
   int cpus = 0;
-  // host::run_ranks binds rank r's thread to the r-th CPU this process may run on where every rank
-  // has one (as mpirun binds processes to cores); where ranks outnumber those CPUs it binds none.
+  // host::run_ranks binds each rank's thread to a CPU of its own among those this process may run
+  // on, where every rank has one (as mpirun binds processes to cores; worlds that run at once take
+  // the CPUs in turn); where ranks outnumber those CPUs it binds none.
   // Unbound, the scheduler at times kept two polling rank threads on one CPU while another idled,
   // for the life of the threads (2 threads, 8-byte all_reduce: 2.0 instead of 0.33 µs per call).
   bool bind_threads = true;

@@ -11,6 +11,7 @@
 #include <sched.h>
 #endif
 
+#include <atomic>
 #include <exception>
 #include <string>
 #include <mutex>
@@ -46,11 +47,16 @@ inline void bind_this_thread(int cpu) noexcept {
   (void)cpu;
 #endif
 }
+// Where the next run_ranks of this process starts binding (an index into allowed_cpus()).
+inline std::atomic<std::size_t>& next_cpu() noexcept {
+  static std::atomic<std::size_t> n{0};
+  return n;
+}
 }  // namespace run_ranks_detail
 
 // Starts one thread per rank of w, calls f(communicator<transport::host_shm>&) on each, joins them
 // all, then rethrows the exception thrown first in time (if any). Where every rank has a CPU of
-// its own, rank r's thread is bound to the r-th CPU of the process (options::bind_threads). When
+// its own, each rank's thread is bound to a CPU of its own (options::bind_threads). When
 // one rank throws, the others find out through their bounded waits (errc::timeout after
 // options.timeout), so run_ranks returns within about one timeout; it never hangs. A world serves
 // one run_ranks at a time. Example: world.hpp.
@@ -59,6 +65,8 @@ void run_ranks(world& w, F&& f) {
   std::vector<int> cpus;
   if (w.opts().bind_threads) cpus = run_ranks_detail::allowed_cpus();
   if (static_cast<int>(cpus.size()) < w.size()) cpus.clear();  // crowded: no binding
+  // Worlds run at once in one process take the CPUs in turn: each call starts where the last ended.
+  const std::size_t first_cpu = cpus.empty() ? 0 : run_ranks_detail::next_cpu().fetch_add(w.size()) % cpus.size();
   std::mutex m;
   std::exception_ptr first;
   auto record = [&](std::exception_ptr e) {
@@ -69,8 +77,9 @@ void run_ranks(world& w, F&& f) {
   threads.reserve(static_cast<std::size_t>(w.size()));
   try {
     for (int r = 0; r < w.size(); ++r) {
-      threads.emplace_back([&w, &f, &record, &cpus, r] {
-        if (!cpus.empty()) run_ranks_detail::bind_this_thread(cpus[static_cast<std::size_t>(r)]);
+      threads.emplace_back([&w, &f, &record, &cpus, first_cpu, r] {
+        if (!cpus.empty())
+          run_ranks_detail::bind_this_thread(cpus[(first_cpu + static_cast<std::size_t>(r)) % cpus.size()]);
         try {
           communicator<transport::host_shm> comm(w, r);
           f(comm);

@@ -39,6 +39,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <thread>
+#include <vector>
 
 #if defined(__linux__)
 #include <climits>
@@ -111,9 +112,22 @@ inline constexpr std::chrono::nanoseconds max_slice = std::chrono::milliseconds(
 
 // The polling phase of a wait: how long, and how often it gives the CPU away.
 struct spin_policy {
-  std::chrono::nanoseconds poll{0};                        // 0: spin_polls pauses, no clock
+  std::chrono::nanoseconds poll{0};                         // 0: spin_polls pauses, no clock
   std::chrono::nanoseconds yield_every = spin_yield_every;  // 0: a yield after every look
 };
+
+// The CPUs this thread may run on, in order (empty where that cannot be known).
+inline std::vector<int> allowed_cpus() {
+  std::vector<int> cpus;
+#if defined(__linux__)
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+#endif
+  return cpus;
+}
 
 // The polling phase of a wait (host::options::spin, gpu::options::rendezvous_spin) for `ranks`
 // ranks on `cpus` CPUs (0: those this process may run on). Its length: the environment variable
@@ -123,12 +137,8 @@ struct spin_policy {
 inline spin_policy spin_of(std::chrono::microseconds option, int ranks, const char* env = "COLLCOMM_HOST_SPIN_US",
                            int cpus = 0) {
   if (cpus <= 0) {
-    cpus = static_cast<int>(std::thread::hardware_concurrency());
-#if defined(__linux__)
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof set, &set) == 0) cpus = CPU_COUNT(&set);
-#endif
+    const std::vector<int> mine = allowed_cpus();
+    cpus = mine.empty() ? static_cast<int>(std::thread::hardware_concurrency()) : static_cast<int>(mine.size());
   }
   const bool crowded = ranks > cpus;
   spin_policy p;
@@ -149,8 +159,8 @@ inline spin_policy spin_of(std::chrono::microseconds option, int ranks, const ch
 // after every sleep (every slice: at most max_slice apart) while the wait goes on; it may throw
 // to end the wait early (an abort, a peer that died: world.hpp).
 template <class Ready, class OnTimeout, class Watch>
-void wait_until(doorbell& d, std::chrono::milliseconds timeout, spin_policy spin, Ready&& ready,
-                OnTimeout&& on_timeout, Watch&& watch) {
+void wait_until(doorbell& d, std::chrono::milliseconds timeout, spin_policy spin, Ready&& ready, OnTimeout&& on_timeout,
+                Watch&& watch) {
   if (ready()) return;
   if (spin.poll.count() > 0) {
     // Yields every spin.yield_every while polling: a peer that the scheduler put on this CPU runs

@@ -24,18 +24,6 @@ COLLCOMM_NAMESPACE_BEGIN
 namespace host {
 
 namespace run_ranks_detail {
-// The CPUs this process may run on, in order (empty where that cannot be known).
-inline std::vector<int> allowed_cpus() {
-  std::vector<int> cpus;
-#if defined(__linux__)
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0)
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-      if (CPU_ISSET(c, &set)) cpus.push_back(c);
-#endif
-  return cpus;
-}
 // Binds the calling thread to `cpu`; a refusal leaves it unbound (binding only helps speed).
 inline void bind_this_thread(int cpu) noexcept {
 #if defined(__linux__)
@@ -63,7 +51,7 @@ inline std::atomic<std::size_t>& next_cpu() noexcept {
 template <class F>
 void run_ranks(world& w, F&& f) {
   std::vector<int> cpus;
-  if (w.opts().bind_threads) cpus = run_ranks_detail::allowed_cpus();
+  if (w.opts().bind_threads) cpus = collcomm::detail::allowed_cpus();
   if (static_cast<int>(cpus.size()) < w.size()) cpus.clear();  // crowded: no binding
   // Worlds run at once in one process take the CPUs in turn: each call starts where the last ended.
   const std::size_t first_cpu = cpus.empty() ? 0 : run_ranks_detail::next_cpu().fetch_add(w.size()) % cpus.size();

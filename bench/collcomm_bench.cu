@@ -3,7 +3,8 @@
 //
 //   collcomm_bench -k all_reduce -a ring -t f32 -o sum -r 8 -b 8 -e 1G -f 2 -n 20 -w 5 -R 5 -c 1 [-G] [--json]
 //   (-a automatic: the default algorithm, its arm printed where it changes and in the JSON;
-//    -g ranks per GPU, -C channels, -s slot bytes, -p simple|ll protocol, --check-max bytes, --no-in-place,
+//    -g ranks per GPU, -C channels, -s slot bytes, -p simple|ll|ll128 protocol, -T threads per block,
+//    --check-max bytes, --no-in-place,
 //    --nccl: NCCL's same collective on the same ranks after ours, loaded at run time: bench/nccl_peer.hpp;
 //    --help lists every flag with its default)
 //
@@ -48,6 +49,7 @@ struct bench_settings : bench::settings {
   std::string type = "f32";
   std::string op = "sum";
   std::string protocol = "simple";
+  int threads = 512;      // threads per block: 512, or 1024 for algo::direct
   int ranks_per_gpu = 0;  // 0: every rank on GPU 0
   bool json = false;
   bool in_place = true;
@@ -76,7 +78,9 @@ double modeled_traffic(const world_facts& f, const coll_args& base, const gpu::o
                          : ll128 ? static_cast<index_t>((slot_bytes / 128 - 1) * 120 / sizeof(T))
                                  : static_cast<index_t>(slot_bytes / sizeof(T)) / align * align;
     return bench::traffic_bytes<K, Algo>(base, tuned_channels<Tuning>(o.channels), slot, align, sizeof(T),
-                                         ll ? 2.0 : ll128 ? 128.0 / 120.0 : 1.0);
+                                         ll      ? 2.0
+                                         : ll128 ? 128.0 / 120.0
+                                                 : 1.0);
   }
 }
 
@@ -92,7 +96,8 @@ std::string arm_of(const world_facts& f, index_t count, bool in_place) {
 template <class K, class Algo, class T, class Op, class Tuning = tuning<>>
 void run_bench(const bench_settings& st, double copy_bw) {
   constexpr bool simple = std::is_same_v<typename Tuning::protocol, protocol::simple>;
-  const std::string algo_name = std::string(Algo::name) + (simple ? "" : std::string("/") + Tuning::protocol::name);
+  const std::string algo_name = std::string(Algo::name) + (simple ? "" : std::string("/") + Tuning::protocol::name) +
+                                (Tuning::threads == 512 ? "" : "/t" + std::to_string(Tuning::threads));
   const int n = st.ranks;
   const int per_gpu = st.ranks_per_gpu > 0 ? st.ranks_per_gpu : n;
   std::vector<int> devices(n);
@@ -324,7 +329,8 @@ void run_bench(const bench_settings& st, double copy_bw) {
                 timer.start(s);
                 const auto t0 = std::chrono::steady_clock::now();
                 for (int i = 0; i < iters; ++i) call();
-                host_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / iters;
+                host_us =
+                    std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / iters;
                 mine = timer.stop(s, iters);
               } else if (r == 0) {
                 timer.start(origin);
@@ -346,8 +352,8 @@ void run_bench(const bench_settings& st, double copy_bw) {
               for (long x : rank_wrong) wrong_all = (x < 0 || wrong_all < 0) ? -1 : wrong_all + x;
               const double algbw = bench::algbw(bytes, us);
               const double busbw = algbw * bench::bus_factor<K>(n);
-              const double mem = modeled_traffic<K, Algo, Tuning, T, Op>(comm.facts(), base, o, place == 1) /
-                                 (us * 1e-6) / copy_bw;
+              const double mem =
+                  modeled_traffic<K, Algo, Tuning, T, Op>(comm.facts(), base, o, place == 1) / (us * 1e-6) / copy_bw;
               const std::string arm = arm_of<K, Algo, Tuning, T, Op>(comm.facts(), count, place == 1);
               if (st.json)
                 std::printf(
@@ -419,6 +425,7 @@ int main(int argc, char** argv) {
           {"-o", &st.op, "op of the reducing kinds: sum"},
           {"-g", &st.ranks_per_gpu, "ranks per GPU (rank r on GPU r / g); 0: every rank on GPU 0"},
           {"-p", &st.protocol, "protocol of FIFO algorithms: simple, ll or ll128"},
+          {"-T", &st.threads, "threads per block: 512, or 1024 (algo::direct, protocol simple)"},
           {"-G", bench::presence{&st.graph}, "replay the -n calls of every rank from one CUDA graph"},
           {"--check-max", &st.check_max_bytes, "check sizes up to this many bytes (the host reference is slow)"},
           {"--no-in-place", bench::presence{&st.in_place, false}, "out of place only"},
@@ -431,6 +438,8 @@ int main(int argc, char** argv) {
   bench::check_settings(st);
   if (st.protocol != "simple" && st.protocol != "ll" && st.protocol != "ll128")
     bench::die("-p must be simple, ll or ll128, not " + st.protocol);
+  if (st.threads != 512 && (st.threads != 1024 || st.algo != "direct"))
+    bench::die("-T is 512, or 1024 for -a direct (the kernels built), not " + std::to_string(st.threads));
   int dev = 0;
   if (cudaGetDeviceCount(&dev) != cudaSuccess || dev == 0) bench::die("no CUDA device");
   COLLCOMM_BENCH_CUDA(cudaSetDevice(0));
@@ -455,7 +464,12 @@ int main(int argc, char** argv) {
           if constexpr (valid_composition<K, A, transport::nvlink, Op, T>) {
             if (st.kind == K::name && st.algo == A::name && st.type == element_name<T> &&
                 (!K::reduces || st.op == "sum")) {
-              if (st.protocol == "simple") run_bench<K, A, T, Op>(st, bw);
+              if (st.protocol == "simple" && st.threads == 1024) {
+                if constexpr (std::is_same_v<A, algo::direct>)
+                  run_bench<K, A, T, Op, tuning<protocol::simple, 0, 0, 1024>>(st, bw);
+              } else if (st.protocol == "simple") {
+                run_bench<K, A, T, Op>(st, bw);
+              }
               // direct schedules move no FIFO messages
               else if constexpr (!A::needs_direct) {
                 if (st.protocol == "ll")

@@ -35,9 +35,11 @@ import textwrap
 
 KINDS = ["all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce"]
 
-# Candidate arms: (algorithm, protocol, channels, slot bytes); 0 = the world's. The 32-channel
-# one_shot and two_shot arms are for 2 ranks, whose worlds take 64: every rank reads every input, and
-# fewer blocks at once may hit the L2 more (the bench refuses them where the world has fewer).
+# Candidate arms: (algorithm, protocol, channels, slot bytes[, threads per block]); 0 = the world's,
+# threads 512 unless named. The 32-channel one_shot and two_shot arms are for 2 ranks, whose worlds
+# take 64: every rank reads every input, and fewer blocks at once may hit the L2 more (the bench
+# refuses them where the world has fewer). Direct all_gather's copy loop keeps more loads in flight
+# with 1024 threads (the bench builds 1024-thread kernels for algo::direct only).
 GPU_ARMS = {
     "all_reduce": [("one_shot", "simple", 1, 0), ("one_shot", "simple", 0, 0), ("one_shot", "simple", 32, 0),
                    ("two_shot", "simple", 0, 0), ("two_shot", "simple", 32, 0),
@@ -46,8 +48,8 @@ GPU_ARMS = {
                    ("ring", "ll128", 0, 0), ("tree", "ll128", 0, 0)],
     "reduce_scatter": [("direct", "simple", 0, 0), ("ring", "ll", 1, 0), ("ring", "ll", 0, 0),
                        ("ring", "simple", 0, 1 << 20), ("ring", "ll128", 0, 0)],
-    "all_gather": [("direct", "simple", 0, 0), ("recursive_doubling", "ll", 1, 0), ("ring", "ll", 1, 0),
-                   ("ring", "ll", 0, 0), ("ring", "simple", 0, 1 << 20), ("ring", "ll128", 0, 0)],
+    "all_gather": [("direct", "simple", 0, 0), ("direct", "simple", 0, 0, 1024), ("recursive_doubling", "ll", 1, 0),
+                   ("ring", "ll", 1, 0), ("ring", "ll", 0, 0), ("ring", "simple", 0, 1 << 20), ("ring", "ll128", 0, 0)],
     "broadcast": [("direct", "simple", 0, 0), ("tree", "ll", 1, 0), ("tree", "ll", 0, 0), ("ring", "ll", 0, 0), ("tree", "simple", 0, 1 << 20),
                   ("ring", "simple", 0, 1 << 20), ("tree", "ll128", 0, 0), ("ring", "ll128", 0, 0)],
     "reduce": [("direct", "simple", 0, 0), ("tree", "ll", 1, 0), ("tree", "ll", 0, 0), ("ring", "ll", 0, 0), ("tree", "simple", 0, 1 << 20),
@@ -72,14 +74,19 @@ def parse_bytes(text):
     return int(m.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[m.group(2)]
 
 
+def fields(a):
+    """(algorithm, protocol, channels, slot bytes, threads per block) of an arm; threads 512 unless named."""
+    return (*a, 512) if len(a) == 4 else tuple(a)
+
+
 def arm_name(a):
-    algo, proto, ch, sb = a
-    return f"{algo}/{proto}/c{ch}/s{sb}"
+    algo, proto, ch, sb, th = fields(a)
+    return f"{algo}/{proto}/c{ch}/s{sb}" + (f"/t{th}" if th != 512 else "")
 
 
 def parse_arm(name):
-    algo, proto, ch, sb = name.split("/")
-    return (algo, proto, int(ch[1:]), int(sb[1:]))
+    algo, proto, ch, sb, *th = name.split("/")
+    return (algo, proto, int(ch[1:]), int(sb[1:])) + ((int(th[0][1:]),) if th else ())
 
 
 def run(cmd, dry, log):
@@ -103,7 +110,7 @@ def run(cmd, dry, log):
 
 def gpu_sweep(args, kind, ranks, arm, log):
     """{table bytes (count x element): median µs} of one arm, out of place."""
-    algo, proto, ch, sb = arm
+    algo, proto, ch, sb, th = fields(arm)
     top = args.max_bytes
     if proto == "ll" and parse_bytes(args.ll_max) < parse_bytes(top):
         top = args.ll_max  # ll moves half its lines as flags: never the fastest at large sizes
@@ -112,6 +119,8 @@ def gpu_sweep(args, kind, ranks, arm, log):
            "-C", str(ch), "-s", str(sb), "--check-max", args.check_max, "--no-in-place", "--json"]
     if algo != "automatic":
         cmd += ["-p", proto]
+    if th != 512:
+        cmd += ["-T", str(th)]
     if args.graph:
         cmd.append("-G")
     out = run(cmd, args.dry_run, log)
@@ -128,7 +137,7 @@ def gpu_sweep(args, kind, ranks, arm, log):
 
 
 def host_sweep(args, kind, ranks, arm, log):
-    algo, proto, ch, sb = arm
+    algo, proto, ch, sb, _ = fields(arm)
     cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", str(ranks), args.bench, "--algo", algo,
            "--max-bytes", args.max_bytes, "--step", str(args.factor)]
     if algo != "automatic":
@@ -197,8 +206,9 @@ def rules_for(picks):
 
 
 def cpp_rule(kind, cond, arm):
-    algo, proto, ch, sb = arm
-    tun = f"tuning<protocol::{proto}" + (f", {ch}" if ch or sb else "") + (f", {sb}" if sb else "") + ">"
+    algo, proto, ch, sb, th = fields(arm)
+    tun = (f"tuning<protocol::{proto}" + (f", {ch}" if ch or sb or th != 512 else "") +
+           (f", {sb}" if sb or th != 512 else "") + (f", {th}" if th != 512 else "") + ">")
     return f"    rule<kind::{kind}, when{{{cond}}}, algo::{algo}, {tun}>"
 
 

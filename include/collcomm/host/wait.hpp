@@ -8,6 +8,7 @@ COLLCOMM_NAMESPACE_BEGIN
 namespace host {
 namespace detail {
 using collcomm::detail::cpu_relax;
+using collcomm::detail::demote_line;
 using collcomm::detail::doorbell;
 using collcomm::detail::first_slice;
 using collcomm::detail::max_slice;

@@ -636,6 +636,7 @@ class world {
     detail::sys_atomic<std::uint64_t>(h->seq).store(seq, cuda::std::memory_order_release);
     for (int r = 0; r < nranks_; ++r)
       if (r != rank) detail::ring(doorbell_of(r));
+    detail::demote_line(h);  // the line every peer polls: count, check, the first bytes of the input
   }
   // Waits until `peer` posted its mailbox of call `seq`, checks that it is of `call` with `elems`
   // elements, and returns its input.

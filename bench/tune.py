@@ -89,6 +89,18 @@ def parse_arm(name):
     return (algo, proto, int(ch[1:]), int(sb[1:])) + ((int(th[0][1:]),) if th else ())
 
 
+def rounds_by(meta):
+    """{(kind, ranks): rounds} of a sweep's _meta, None keying the count of the rest. A merged sweep's
+    "rounds" reads "3 (1 for reduce at 4 ranks, reduce at 8 ranks)"; a plain sweep's is a number."""
+    text = str(meta.get("rounds"))
+    m = re.match(r"(\d+)", text)
+    out = {None: int(m.group(1)) if m else meta.get("rounds")}
+    for n, where in re.findall(r"\((\d+) for ([^)]*)\)", text):
+        for kind, r in re.findall(r"(\w+) at (\d+) ranks", where):
+            out[(kind, int(r))] = int(n)
+    return out
+
+
 def run(cmd, dry, log):
     if REUSE and os.path.exists(log):  # --reuse: the log of an earlier run
         with open(log) as f:
@@ -306,10 +318,11 @@ def main():
         for d in args.merge.split(","):
             part = json.load(open(os.path.join(d, "sweep.json")))
             meta = part.pop("_meta", {})
+            part_rounds = rounds_by(meta)
             for r, kinds_ in part.items():  # arm by arm: later folders add arms or replace them
                 for kind, arms_ in kinds_.items():
                     merged.setdefault(r, {}).setdefault(kind, {}).update(arms_)
-                    rounds_of[(kind, int(r))] = meta.get("rounds")
+                    rounds_of[(kind, int(r))] = part_rounds.get((kind, int(r)), part_rounds.get(None))
             merged.setdefault("_meta", dict(meta))  # the first folder's commit, date and max bytes
         # rounds: the most common; the (kind, ranks) swept with another count are named
         counts = {}

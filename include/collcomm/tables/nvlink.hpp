@@ -1,10 +1,9 @@
 // collcomm/tables/nvlink.hpp — algo::automatic's table for the GPU executor over transport::nvlink.
 // Written by bench/tune.py; rewrite it by re-running the script (bench/tune.py --help).
 // Source: gpu sweep of all_reduce, reduce_scatter, all_gather, broadcast, reduce at 2,4,8 ranks,
-// f32, to 1G, median of 3 (1 for reduce at 4 ranks, reduce at 8 ranks) (3 for all_gather at 2
-// ranks, all_gather at 4 ranks, all_gather at 8 ranks, all_reduce at 2 ranks) round(s), an arm
-// kept while within 5% of the fastest, arms within 10% of it where the launch's host cost sets
-// the time told apart by a sweep from a CUDA graph
+// f32, to 1G, median of 3 (1 for reduce at 4 ranks, reduce at 8 ranks) round(s), an arm kept
+// while within 5% of the fastest, arms within 10% of it where the launch's host cost sets the
+// time told apart by a sweep from a CUDA graph
 // (bench/results/copy_ll128_2026-12-06/graph_merged); 2026-12-05, commit cecf1de with
 // uncommitted changes; logs in bench/results/copy_ll128_2026-12-06/table
 #pragma once

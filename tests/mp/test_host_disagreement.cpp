@@ -113,7 +113,7 @@ TEST_CASE("disagreement, processes: broadcast with different roots") {
       },
       rep, 60s);
   check_job(n, j, rep, {"broadcast<ring> root"});
-  CHECK(leaked_segments(shm_before).empty());
+  CHECK(leaked_segments(shm_before, &j.pids).empty());
 }
 
 TEST_CASE("disagreement, processes: one_shot all_reduce with sum against max") {
@@ -142,5 +142,5 @@ TEST_CASE("disagreement, processes: one_shot all_reduce with sum against max") {
       },
       rep, 60s);
   check_job(n, j, rep, {"all_reduce<one_shot>", "op "});
-  CHECK(leaked_segments(shm_before).empty());
+  CHECK(leaked_segments(shm_before, &j.pids).empty());
 }

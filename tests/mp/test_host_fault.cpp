@@ -74,7 +74,7 @@ TEST_CASE("fault: abort() ends the peers' pending and later calls with errc::abo
   for (int r = 0; r < n; ++r)
     CHECK_MESSAGE(j.codes[static_cast<std::size_t>(r)] == 0, "rank " << r << ": " << describe(rep[r]));
   MESSAGE("rank 0 saw: " << rep[0].msg);
-  const auto leaked = leaked_segments(shm_before);
+  const auto leaked = leaked_segments(shm_before, &j.pids);
   CHECK_MESSAGE(leaked.empty(), "segments left in /dev/shm: " << (leaked.empty() ? "" : *leaked.begin()));
 }
 
@@ -135,7 +135,7 @@ void kill_mid_collective(int n, int victim, std::chrono::milliseconds timeout, s
       MESSAGE(std::string(A::name) << ", n " << n << ", rank " << r << " failed " << after_ms
                                    << " ms after the kill of rank " << victim << ": " << rep[r].msg);
   }
-  const auto leaked = leaked_segments(shm_before);
+  const auto leaked = leaked_segments(shm_before, &j.pids);
   CHECK_MESSAGE(leaked.empty(), "segments left in /dev/shm: " << (leaked.empty() ? "" : *leaked.begin()));
 }
 }  // namespace
@@ -205,7 +205,7 @@ TEST_CASE("fault: a rank killed while communicators are split and destroyed in a
     // A creator killed before every rank mapped its segment can leave the name (README: the worst
     // case); the next world of any job removes it, which remove_stale_segments does here.
     cc::host::remove_stale_segments();
-    const auto leaked = leaked_segments(shm_before);
+    const auto leaked = leaked_segments(shm_before, &j.pids);
     CHECK_MESSAGE(leaked.empty(), "victim " << victim << ": segments left in /dev/shm after the stale ones went: "
                                             << (leaked.empty() ? "" : *leaked.begin()) << "; the survivors said: "
                                             << rep[(victim + 1) % n].msg << " | " << rep[(victim + 2) % n].msg);

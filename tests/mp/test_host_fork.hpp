@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdarg>
 #include <cstdio>
@@ -187,18 +188,32 @@ inline std::set<std::string> collcomm_segments() {
   return s;
 }
 
-// Segments in /dev/shm now that were not in `before` and are still there after a second (a
-// segment of a job running beside this one lives for milliseconds; a leaked one stays).
-inline std::set<std::string> leaked_segments(const std::set<std::string>& before) {
-  std::set<std::string> now;
-  for (int attempt = 0; attempt < 10; ++attempt) {
-    now.clear();
-    for (const std::string& s : collcomm_segments())
-      if (!before.count(s)) now.insert(s);
-    if (now.empty()) return now;
+// Segments in /dev/shm now that were not in `before`, that stayed through a second of looking, and
+// that this test's processes made: `makers` (the ranks of its jobs) when given, else any process
+// that is gone, and this process. Jobs running beside this one (ctest -j) make segments too, which
+// live while those jobs make their worlds — on a loaded machine for more than a second — and a job
+// killed on purpose leaves its segment until the next world is made.
+inline std::set<std::string> leaked_segments(const std::set<std::string>& before,
+                                             const std::vector<pid_t>* makers = nullptr) {
+  auto ours = [&](const std::string& name) {
+    collcomm::detail::segment_name_parts parts;
+    if (!collcomm::detail::parse_segment_name(name, parts)) return true;
+    if (parts.pid == std::to_string(::getpid())) return true;
+    if (makers != nullptr)
+      return std::any_of(makers->begin(), makers->end(), [&](pid_t p) { return parts.pid == std::to_string(p); });
+    bool gone = false;
+    const std::uint64_t start = collcomm::detail::process_start_time(parts.pid, &gone);
+    return gone || (start != 0 && start != parts.start);  // ended, or its pid is another process's now
+  };
+  std::set<std::string> left;
+  for (const std::string& s : collcomm_segments())
+    if (!before.count(s) && ours(s)) left.insert(s);
+  for (int attempt = 0; attempt < 10 && !left.empty(); ++attempt) {
     std::this_thread::sleep_for(100ms);
+    const std::set<std::string> now = collcomm_segments();
+    std::erase_if(left, [&](const std::string& s) { return !now.count(s); });
   }
-  return now;
+  return left;
 }
 
 inline std::uint64_t fresh_seed(const char* what) {

@@ -170,7 +170,7 @@ TEST_CASE("split and dup: 1000 communicators made and destroyed leave no descrip
       rep, 100s);
   for (int r = 0; r < n; ++r)
     CHECK_MESSAGE(j.codes[static_cast<std::size_t>(r)] == 0, "rank " << r << ": " << rep[r].msg);
-  const auto leaked = leaked_segments(shm_before);
+  const auto leaked = leaked_segments(shm_before, &j.pids);
   CHECK_MESSAGE(leaked.empty(), "segments left in /dev/shm: " << (leaked.empty() ? "" : *leaked.begin()));
 }
 

@@ -111,6 +111,11 @@ COLLCOMM_KERNEL void __launch_bounds__(Tuning::threads)
       if (threadIdx.x == 0) {
         const std::uint64_t k = p.h.staged_calls[channel];
         p.h.staged_calls[channel] = k + 1;
+        // The channels this call does not run advance too: every channel's count stays the same,
+        // so that calls on fewer channels and calls on more pick the same half (a channel left
+        // behind would stage into the half a peer may still read for the call before).
+        if (channel == 0)
+          for (int c = static_cast<int>(gridDim.x); c < p.h.nchannels; ++c) p.h.staged_calls[c] = k + 1;
         half_at = static_cast<std::size_t>(2 + (k & 1)) * p.h.window_bytes;
       }
       __syncthreads();

@@ -354,8 +354,15 @@ int scenario_mixed(bootstrap::tcp& boot) {
   gpu::preload_composition<kind::all_reduce, algo::ring, float, op::sum, tuning<>, transport::nvlink>();
   gpu::preload_composition<kind::all_reduce, algo::tree, float, op::sum, tuning<>, transport::nvlink>();
   gpu::preload_composition<kind::all_gather, algo::direct, float, op::none, tuning<>, transport::nvlink>();
-  // 0 one_shot, 1 two_shot, 2 ring, 3 tree, 4 direct all_gather (count elements per rank)
-  const std::vector<int> plan = {0, 0, 4, 0, 1, 0, 2, 0, 4, 4, 0, 3, 0, 0, 1, 4, 0, 2, 4, 0, 0, 4, 0};
+  using one_channel = tuning<protocol::simple, 1>;
+  gpu::preload_composition<kind::all_reduce, algo::one_shot, float, op::sum, one_channel, transport::nvlink>();
+  gpu::preload_composition<kind::all_gather, algo::direct, float, op::none, one_channel, transport::nvlink>();
+  // 0 one_shot, 1 two_shot, 2 ring, 3 tree, 4 direct all_gather (count elements per rank), 5 one_shot
+  // on 1 channel, 6 direct all_gather on 1 channel, 7 algo::automatic (1 channel for small calls).
+  // Calls on fewer channels than the world's between calls on all of them: every channel must still
+  // stage into the half its peers are not reading.
+  const std::vector<int> plan = {0, 0, 4, 0, 1, 0, 2, 0, 4, 4, 0, 3, 0, 0, 1, 4, 0, 2, 4, 0, 0, 4, 0,
+                                 5, 0, 5, 5, 0, 6, 4, 6, 0, 7, 0, 7, 7, 4, 5, 4, 6, 6, 0};
   int failures = 0;
   std::uint64_t seed = env_u64("COLLCOMM_TEST_SEED");
   for (index_t count : {static_cast<index_t>(n + 1), index_t{1031}, index_t{250007}}) {
@@ -366,7 +373,7 @@ int scenario_mixed(bootstrap::tcp& boot) {
     for (int c = 0; c < q; ++c) {
       seed = next_seed(seed);
       std::mt19937_64 g(seed);
-      const bool ag = plan[c] == 4;
+      const bool ag = plan[c] == 4 || plan[c] == 6;
       std::vector<std::vector<float>> x(static_cast<std::size_t>(n), std::vector<float>(count));
       for (int r = 0; r < n; ++r)
         for (index_t i = 0; i < count; ++i)
@@ -377,6 +384,7 @@ int scenario_mixed(bootstrap::tcp& boot) {
       bufs[c].prepare(x[me]);  // poisoned output, then the input
       if (!bufs[c].error().empty()) throw std::runtime_error("call " + std::to_string(c) + ": " + bufs[c].error());
     }
+    gpu::preload(comm, [&] { all_reduce(comm, bufs[0].input(), bufs[0].output(), count, op::sum{}, s); });  // every arm
     CK(cudaDeviceSynchronize());
     boot.barrier();
     std::string err;
@@ -397,8 +405,17 @@ int scenario_mixed(bootstrap::tcp& boot) {
           case 3:
             all_reduce<algo::tree>(comm, in, out, count, op::sum{}, s);
             break;
-          default:
+          case 4:
             all_gather<algo::direct>(comm, in, out, count, s);
+            break;
+          case 5:
+            all_reduce<algo::one_shot, one_channel>(comm, in, out, count, op::sum{}, s);
+            break;
+          case 6:
+            all_gather<algo::direct, one_channel>(comm, in, out, count, s);
+            break;
+          default:
+            all_reduce(comm, in, out, count, op::sum{}, s);
             break;
         }
       }

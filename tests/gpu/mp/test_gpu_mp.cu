@@ -55,10 +55,10 @@ extern char** environ;
 using namespace collcomm;
 using namespace collcomm_test;
 using namespace std::chrono_literals;
+using collcomm_gpu_test::call;
 using collcomm_gpu_test::call_buffers;
 using collcomm_gpu_test::layout_of;
 using collcomm_gpu_test::next_seed;
-using collcomm_gpu_test::call;
 using collcomm_gpu_test::run_case;
 using nvcomm = communicator<transport::nvlink>;
 using pcomm = communicator<transport::pcie_staged>;
@@ -193,7 +193,6 @@ void report(const char* fmt, ...) {
 }
 
 std::uint64_t env_u64(const char* name) { return std::strtoull(std::getenv(name), nullptr, 10); }
-
 
 template <class K>
 using kind_op = std::conditional_t<K::reduces, op::sum, op::none>;
@@ -361,8 +360,8 @@ int scenario_mixed(bootstrap::tcp& boot) {
   // on 1 channel, 6 direct all_gather on 1 channel, 7 algo::automatic (1 channel for small calls).
   // Calls on fewer channels than the world's between calls on all of them: every channel must still
   // stage into the half its peers are not reading.
-  const std::vector<int> plan = {0, 0, 4, 0, 1, 0, 2, 0, 4, 4, 0, 3, 0, 0, 1, 4, 0, 2, 4, 0, 0, 4, 0,
-                                 5, 0, 5, 5, 0, 6, 4, 6, 0, 7, 0, 7, 7, 4, 5, 4, 6, 6, 0};
+  const std::vector<int> plan = {0, 0, 4, 0, 1, 0, 2, 0, 4, 4, 0, 3, 0, 0, 1, 4, 0, 2, 4, 0, 0,
+                                 4, 0, 5, 0, 5, 5, 0, 6, 4, 6, 0, 7, 0, 7, 7, 4, 5, 4, 6, 6, 0};
   int failures = 0;
   std::uint64_t seed = env_u64("COLLCOMM_TEST_SEED");
   for (index_t count : {static_cast<index_t>(n + 1), index_t{1031}, index_t{250007}}) {
@@ -813,9 +812,10 @@ int scenario_kill(bootstrap::tcp& boot, gpu::options o) {
   // others, whose context failed, do not come to it).
   std::this_thread::sleep_for(500ms);
   if (const cudaError_t late = cudaDeviceSynchronize(); late != cudaSuccess) {
-    report("rank %d: this process's GPU context failed with the killed rank (MPS, found late: %s); no fresh "
-           "communicator tried",
-           me, cudaGetErrorString(late));
+    report(
+        "rank %d: this process's GPU context failed with the killed rank (MPS, found late: %s); no fresh "
+        "communicator tried",
+        me, cudaGetErrorString(late));
     return code;
   }
   // net: whether MPS ends the other clients' contexts with the killed one varies from run to run
@@ -912,15 +912,15 @@ int child_main(const std::string& scenario) {
       code = scenario_pcie_matrix<ncomm>(boot, 20, {1, static_cast<index_t>(boot.size() + 1), 1031, 250007}, o);
     } else if (scenario == "net_mixed") {  // two pretend hosts of consecutive ranks: rings cross both paths
       gpu::options o = pcie_options();
-      code = scenario_pcie_matrix<ncomm>(boot, 20, {1, static_cast<index_t>(boot.size() + 1), 1031, 250007}, o, 2,
-                                         true);
+      code =
+          scenario_pcie_matrix<ncomm>(boot, 20, {1, static_cast<index_t>(boot.size() + 1), 1031, 250007}, o, 2, true);
     } else if (scenario == "net_hier" || scenario == "net_hier_network") {
       if (scenario == "net_hier_network") setenv("COLLCOMM_NET_SAME_HOST", "network", 1);
       using hier = collcomm_test::type_list<algo::hierarchical<algo::ring, algo::ring>,
                                             algo::hierarchical<algo::tree, algo::ring>>;
       const int n = boot.size();
-      code = scenario_pcie_matrix<ncomm, hier>(boot, 8, {1, static_cast<index_t>(n + 1), 1031, 250007},
-                                               pcie_options(), n >= 4 ? 2 : n);
+      code = scenario_pcie_matrix<ncomm, hier>(boot, 8, {1, static_cast<index_t>(n + 1), 1031, 250007}, pcie_options(),
+                                               n >= 4 ? 2 : n);
     } else if (scenario == "net_no_mps") {
       setenv("COLLCOMM_NET_SAME_HOST", "network", 1);
       gpu::options o = pcie_options();
@@ -1069,7 +1069,8 @@ TEST_CASE("no mps: pcie 2 processes, few small calls, long timeout") {
 
 // transport::net<socket> with GPU buffers: every process's kernels on the one GPU, their messages
 // carried by each process's proxy thread over loopback TCP.
-TEST_CASE("mp: net<socket> GPU buffers through the proxy, every FIFO schedule, N = 2, 3, 4 processes, 20 calls queued") {
+TEST_CASE(
+    "mp: net<socket> GPU buffers through the proxy, every FIFO schedule, N = 2, 3, 4 processes, 20 calls queued") {
   for (int n : {2, 3, 4}) {
     const auto j = run_ranks(n, "net_matrix", fresh("net matrix"), 120s);
     expect_all(j, ("net matrix n=" + std::to_string(n)).c_str());

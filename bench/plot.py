@@ -3,8 +3,8 @@
 the measurements bench/tune.py keeps (OUT/sweep.json: every named arm, the median of its rounds;
 OUT/verify.json: algo::automatic and the arms it was timed beside). Both axes logarithmic; a thin
 line per named arm, a thick one for automatic, a dashed one per peer the bench timed beside it
-(host: MPI_Allreduce), and the ceiling where the bench measured one (GPU: the copy bandwidth of
-the run, as bus bandwidth). Needs matplotlib (Debian: python3-matplotlib).
+(host: MPI_Allreduce), and the ceiling the bench measured in the same run, as bus bandwidth (GPU:
+the copy bandwidth, read + write; host: memcpy's bytes per second per rank, every rank copying). Needs matplotlib (Debian: python3-matplotlib).
 
   python3 bench/plot.py OUT            -> OUT/plot_<kind>_r<ranks>.png
   python3 bench/plot.py OUT --title "all_reduce f32, processes on a 2-CPU machine"
@@ -87,8 +87,11 @@ def main():
                     ax_b.plot([p[0] for p in peer], [p[2] for p in peer], lw=1.8, ls="--", color="tab:red",
                               label=args.peer)
             ceilings = [float(v[3]) for a in arms.values() for v in a.values() if len(v) > 3 and v[3]]
-            if ceilings:
-                ax_b.axhline(max(ceilings), color="gray", ls=":", label="copy bandwidth, read + write (ceiling)")
+            if ceilings:  # GPU: the copy kernel's read + write bandwidth; host: memcpy per rank, all at once
+                host = any(len(v) > 2 and v[2] for a in arms.values() for v in a.values())
+                ax_b.axhline(max(ceilings), color="gray", ls=":",
+                             label="memcpy per rank, every rank at once (ceiling)" if host
+                             else "copy bandwidth, read + write (ceiling)")
             for ax, ylabel in ((ax_t, "time per call (µs)"), (ax_b, "bus bandwidth (GB/s)")):
                 ax.set_xscale("log", base=2)
                 ax.set_yscale("log")

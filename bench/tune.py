@@ -155,16 +155,19 @@ def host_sweep(args, kind, ranks, arm, log):
     if algo != "automatic":
         cmd += ["--channels", str(ch), "--slot-bytes", str(sb)]
     out = run(cmd, args.dry_run, log)
-    res, arm_text = {}, ""
+    res, arm_text, copy = {}, "", None
     for line in out.splitlines():
         m = re.match(r"# from \d+ B: (.*)", line)
         if m:
             arm_text = m.group(1)
+        m = re.match(r"# copy bandwidth: ([0-9.]+) GB/s", line)
+        if m:
+            copy = float(m.group(1))
         f = line.split()
         if len(f) >= 9 and f[0].isdigit():
             size, count, mpi, cc, wrong = int(f[0]), int(f[1]), float(f[3]), float(f[5]), int(f[8])
             if wrong == 0:
-                res[count * 4] = (cc, arm_text, mpi)
+                res[count * 4] = (cc, arm_text, mpi, copy)
     return res
 
 

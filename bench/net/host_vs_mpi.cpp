@@ -17,6 +17,13 @@
 // still runs on the processes. Rank 0 prints, per size: reps, MPI's and collcomm's median and minimum (µs), and MPI's median
 // over collcomm's (> 1: collcomm faster); with algo automatic (the default), the arm it takes, on a
 // "# from N B:" line where it changes.
+//
+// The ceiling, measured first in the same run: every process copies 64 MiB with memcpy at once
+// (after a barrier; 1 warm-up, the median of 5, each the slowest rank's time), printed as GB/s per
+// rank (bytes copied per second). A byte of all_reduce's bus bandwidth (NCCL's busbw: size / time x
+// 2(n-1)/n) is at least one copy through the shared segment — a rank writes it, a peer reads it —
+// so that rate bounds busbw once a call's buffers no longer fit in the caches (smaller calls can
+// pass it); the last two columns are collcomm's busbw and its ratio to it.
 #include "bench_common.hpp"
 
 #include <collcomm/bootstrap/mpi.hpp>
@@ -26,6 +33,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -100,8 +108,7 @@ timing time_calls(const std::function<void(float*)>& f, std::vector<float>& recv
 
 // The same for the ranks of a world of threads (rank 0's process only): per call the slowest
 // thread's time, every thread's output checked.
-timing time_threads(collcomm::host::world& w, const all_reduce_fn& run, std::size_t count, int reps,
-                    std::string* arm) {
+timing time_threads(collcomm::host::world& w, const all_reduce_fn& run, std::size_t count, int reps, std::string* arm) {
   const int n = w.size();
   const int warm = std::clamp(reps / 10, 1, 5);
   std::vector<std::vector<double>> t(static_cast<std::size_t>(n), std::vector<double>(static_cast<std::size_t>(reps)));
@@ -121,8 +128,8 @@ timing time_threads(collcomm::host::world& w, const all_reduce_fn& run, std::siz
     }
     bad[static_cast<std::size_t>(r)] = b + netbench::wrong(netbench::coll::all_reduce, recv.data(), count, r, n);
     if (r == 0 && arm)
-      *arm = collcomm::chosen_arm<collcomm::kind::all_reduce, void, collcomm::transport::host_shm,
-                                  collcomm::op::sum, float>(c.facts(), count);
+      *arm = collcomm::chosen_arm<collcomm::kind::all_reduce, void, collcomm::transport::host_shm, collcomm::op::sum,
+                                  float>(c.facts(), count);
   });
   std::vector<double> worst(static_cast<std::size_t>(reps), 0);
   std::size_t wrong = 0;
@@ -133,6 +140,24 @@ timing time_threads(collcomm::host::world& w, const all_reduce_fn& run, std::siz
           std::max(worst[static_cast<std::size_t>(k)], t[static_cast<std::size_t>(q)][static_cast<std::size_t>(k)]);
   }
   return summary(std::move(worst), wrong);
+}
+
+// The copy bandwidth per rank (GB/s, bytes copied per second) with every process copying 64 MiB at
+// once: the median of 5 copies after a warm-up, each the slowest rank's time.
+double copy_bandwidth() {
+  const std::size_t bytes = std::size_t{64} << 20;
+  std::vector<char> from(bytes, 1), to(bytes, 0);
+  std::vector<double> t;
+  for (int k = 0; k < 6; ++k) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const auto t0 = std::chrono::steady_clock::now();
+    std::memcpy(to.data(), from.data(), bytes);
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    MPI_Allreduce(MPI_IN_PLACE, &s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    if (k > 0) t.push_back(s);
+  }
+  std::sort(t.begin(), t.end());
+  return static_cast<double>(bytes) / t[t.size() / 2] / 1e9;
 }
 
 // A barrier the waiting processes sleep in (an MPI barrier would poll and take the CPUs that rank
@@ -175,19 +200,24 @@ int main(int argc, char** argv) {
     const all_reduce_fn run = parse_algo(algo);
     std::unique_ptr<collcomm::host::world> thread_world;
     if (threads && rank == 0) thread_world = std::make_unique<collcomm::host::world>(n, ho);
+    const double copy_gbs = copy_bandwidth();
     if (rank == 0) {
       char version[MPI_MAX_LIBRARY_VERSION_STRING];
       int len = 0;
       MPI_Get_library_version(version, &len);
       std::string v(version, static_cast<std::size_t>(len));
       if (auto nl = v.find(','); nl != std::string::npos) v.resize(nl);
-      std::printf("# all_reduce f32 sum, %d processes: collcomm host_shm (%s; algo %s, slot_bytes %zu, slots %d, "
-                  "channels %d) beside %s\n",
-                  n, threads ? "ranks as threads of rank 0's process" : "ranks as the processes", algo.c_str(),
-                  ho.slot_bytes, ho.slots, ho.channels, v.c_str());
-      std::printf("# time: per call, max over ranks; median and min over reps (µs); ratio: MPI / collcomm medians\n");
-      std::printf("#%11s %11s %5s %12s %12s %12s %12s %8s %7s\n", "size(B)", "count", "reps", "mpi_med", "mpi_min",
-                  "cc_med", "cc_min", "ratio", "#wrong");
+      std::printf(
+          "# all_reduce f32 sum, %d processes: collcomm host_shm (%s; algo %s, slot_bytes %zu, slots %d, "
+          "channels %d) beside %s\n",
+          n, threads ? "ranks as threads of rank 0's process" : "ranks as the processes", algo.c_str(), ho.slot_bytes,
+          ho.slots, ho.channels, v.c_str());
+      std::printf("# copy bandwidth: %.2f GB/s per rank (memcpy of 64 MiB, every process at once)\n", copy_gbs);
+      std::printf(
+          "# time: per call, max over ranks; median and min over reps (µs); ratio: MPI / collcomm medians; "
+          "cc_busbw: collcomm's bus bandwidth (GB/s) at its median, of_copy: its share of the copy bandwidth\n");
+      std::printf("#%11s %11s %5s %12s %12s %12s %12s %8s %7s %9s %7s\n", "size(B)", "count", "reps", "mpi_med",
+                  "mpi_min", "cc_med", "cc_min", "ratio", "#wrong", "cc_busbw", "of_copy");
       std::fflush(stdout);
     }
     std::string last_arm;
@@ -224,8 +254,8 @@ int main(int argc, char** argv) {
           break;
         }
         if (rank == 0)
-          arm = collcomm::chosen_arm<collcomm::kind::all_reduce, void, collcomm::transport::host_shm,
-                                     collcomm::op::sum, float>(comm.facts(), count);
+          arm = collcomm::chosen_arm<collcomm::kind::all_reduce, void, collcomm::transport::host_shm, collcomm::op::sum,
+                                     float>(comm.facts(), count);
       }
       total_wrong += m.wrong + c.wrong;
       if (rank == 0 && (algo == "automatic" || algo == "default")) {  // the arm, where it changes
@@ -233,8 +263,10 @@ int main(int argc, char** argv) {
         last_arm = arm;
       }
       if (rank == 0) {
-        std::printf("%12zu %11zu %5d %12.2f %12.2f %12.2f %12.2f %8.2f %7zu\n", count * sizeof(float), count, reps,
-                    m.median, m.min, c.median, c.min, m.median / c.median, m.wrong + c.wrong);
+        const double busbw = static_cast<double>(count * sizeof(float)) / (c.median * 1e3) * 2.0 * (n - 1) / n;
+        std::printf("%12zu %11zu %5d %12.2f %12.2f %12.2f %12.2f %8.2f %7zu %9.2f %7.3f\n", count * sizeof(float),
+                    count, reps, m.median, m.min, c.median, c.min, m.median / c.median, m.wrong + c.wrong, busbw,
+                    busbw / copy_gbs);
         std::fflush(stdout);
       }
       if (bytes == o.max_bytes) break;

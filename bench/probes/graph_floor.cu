@@ -13,12 +13,15 @@
 //              input in rank order and stores it to its output (float4 where it can); no barrier
 //              (the launch carries every rank: every input is ready when it starts), no abort
 //              check, nothing staged. With `pad`, the parameter block is padded to 2424 bytes (the
-//              size of collcomm's kernel_params). Outputs checked against the sums after the run.
+//              size of collcomm's kernel_params). Among 8 ranks, then, the pieces of collcomm's kernel
+//              around the same reduction, one at a time and together (one_shot_kernel's modes).
+//              Outputs checked against the sums after the run.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #define CK(x)                                                                                  \
@@ -53,17 +56,58 @@ struct one_shot_params {
   unsigned char pad[Pad];
 };
 
-template <int Pad>
-__global__ void __launch_bounds__(512) one_shot_kernel(const __grid_constant__ one_shot_params<Pad> p) {
+// Mode bits, each a piece of what collcomm's kernel does around the same reduction:
+//   check (1)   thread 0 loads a word of global memory (the world's abort word) first; the block
+//               goes on after a __syncthreads, and returns if it is set
+//   generic (2) the input pointers are read through a generic pointer to the parameters (as
+//               collcomm's channel_state::launch: cvta.param, then ld, not ld.param), not as
+//               parameters at constant offsets (the pointer is hidden from the compiler)
+//   shared (4)  threads 0..ranks-1 copy the input pointers to shared memory between two
+//               __syncthreads (as load_peer_ptrs: one parameter address per thread), and every
+//               thread reads them there
+//   warps (8)   as shared, but warp w loads pointer w (one parameter address per warp)
+enum mode : int { lean = 0, check = 1, generic = 2, shared = 4, warps = 8 };
+
+template <int Pad, int Mode>
+__global__ void __launch_bounds__(512)
+    one_shot_kernel(const __grid_constant__ one_shot_params<Pad> p, const unsigned* abort_word) {
+  __shared__ const float* ptrs[max_ranks];
+  __shared__ int aborted;
+  if constexpr ((Mode & check) != 0) {
+    if (threadIdx.x == 0) aborted = *reinterpret_cast<const volatile unsigned*>(abort_word) != 0;
+    __syncthreads();
+    if (aborted) return;
+  }
+  const one_shot_params<Pad>* g = &p;
+  if constexpr ((Mode & generic) != 0) asm volatile("" : "+l"(g));  // a generic address from here on
+  auto in = [&](int q) -> const float* {
+    if constexpr ((Mode & (shared | warps)) != 0)
+      return ptrs[q];
+    else if constexpr ((Mode & generic) != 0)
+      return g->in[q];
+    else
+      return p.in[q];
+  };
+  if constexpr ((Mode & shared) != 0) {
+    __syncthreads();
+    if (threadIdx.x < max_ranks && static_cast<int>(threadIdx.x) < p.ranks)
+      ptrs[threadIdx.x] = (Mode & generic) != 0 ? g->in[threadIdx.x] : p.in[threadIdx.x];
+    __syncthreads();
+  } else if constexpr ((Mode & warps) != 0) {
+    __syncthreads();
+    const int w = static_cast<int>(threadIdx.x / 32);
+    if ((threadIdx.x & 31) == 0 && w < max_ranks && w < p.ranks) ptrs[w] = (Mode & generic) != 0 ? g->in[w] : p.in[w];
+    __syncthreads();
+  }
   const int y = blockIdx.y;
   const long long n = p.count;
   const long long n4 = n / 4;
   for (long long i = threadIdx.x; i < n4; i += blockDim.x) {
-    float4 s = reinterpret_cast<const float4*>(p.in[0])[i];
+    float4 s = reinterpret_cast<const float4*>(in(0))[i];
 #pragma unroll
     for (int q = 1; q < max_ranks; ++q)
       if (q < p.ranks) {
-        const float4 v = reinterpret_cast<const float4*>(p.in[q])[i];
+        const float4 v = reinterpret_cast<const float4*>(in(q))[i];
         s.x += v.x;
         s.y += v.y;
         s.z += v.z;
@@ -72,8 +116,8 @@ __global__ void __launch_bounds__(512) one_shot_kernel(const __grid_constant__ o
     reinterpret_cast<float4*>(p.out[y])[i] = s;
   }
   for (long long i = 4 * n4 + threadIdx.x; i < n; i += blockDim.x) {
-    float s = p.in[0][i];
-    for (int q = 1; q < p.ranks; ++q) s += p.in[q][i];
+    float s = in(0)[i];
+    for (int q = 1; q < p.ranks; ++q) s += in(q)[i];
     p.out[y][i] = s;
   }
 }
@@ -158,8 +202,8 @@ void empty_row(int ranks, bool coop, int calls, int reps) {
   CK(cudaFree(counter));
 }
 
-template <int Pad>
-void one_shot_row(int ranks, long long count, bool coop, int calls, int reps) {
+template <int Pad, int Mode>
+void one_shot_row(int ranks, long long count, bool coop, int calls, int reps, const unsigned* abort_word) {
   one_shot_params<Pad> p{};
   p.count = count;
   p.ranks = ranks;
@@ -181,7 +225,7 @@ void one_shot_row(int ranks, long long count, bool coop, int calls, int reps) {
     p.out[q] = out;
   }
   const timing t = time_graph(calls, reps, [&](cudaStream_t s) {
-    launch_kernel(one_shot_kernel<Pad>, dim3(1, static_cast<unsigned>(ranks), 1), 512, coop, s, p);
+    launch_kernel(one_shot_kernel<Pad, Mode>, dim3(1, static_cast<unsigned>(ranks), 1), 512, coop, s, p, abort_word);
   });
   std::vector<float> got(static_cast<std::size_t>(count));
   for (int q = 0; q < ranks; ++q) {
@@ -193,8 +237,11 @@ void one_shot_row(int ranks, long long count, bool coop, int calls, int reps) {
     CK(cudaFree(const_cast<float*>(p.in[q])));
     CK(cudaFree(p.out[q]));
   }
-  std::printf("one_shot  params %5zu B  ranks %d  %-14s %6lld B %7.2f µs (%.2f-%.2f)\n", sizeof p, ranks,
-              coop ? "cooperative" : "not cooperative", count * 4, t.median, t.lo, t.hi);
+  const std::string what = std::string(Mode == lean ? "lean" : "") + ((Mode & check) ? "+check" : "") +
+                           ((Mode & generic) ? "+generic" : "") + ((Mode & shared) ? "+shared" : "") +
+                           ((Mode & warps) ? "+warps" : "");
+  std::printf("one_shot  params %5zu B  ranks %d  %-14s %6lld B  %-22s %7.2f µs (%.2f-%.2f)\n", sizeof p, ranks,
+              coop ? "cooperative" : "not cooperative", count * 4, what.c_str(), t.median, t.lo, t.hi);
 }
 
 }  // namespace
@@ -214,12 +261,24 @@ int main(int argc, char** argv) {
     empty_row<2424>(8, coop, calls, reps);
     empty_row<4096>(8, coop, calls, reps);
   }
+  unsigned* abort_word = nullptr;
+  CK(cudaMalloc(&abort_word, sizeof(unsigned)));
+  CK(cudaMemset(abort_word, 0, sizeof(unsigned)));
   for (int ranks : {2, 4, 8})
     for (long long count : {2LL, 2048LL}) {
-      one_shot_row<1>(ranks, count, true, calls, reps);
-      one_shot_row<1>(ranks, count, false, calls, reps);
-      one_shot_row<2424 - 144>(ranks, count, true, calls, reps);
+      one_shot_row<1, lean>(ranks, count, true, calls, reps, abort_word);
+      one_shot_row<1, lean>(ranks, count, false, calls, reps, abort_word);
+      one_shot_row<2424 - 144, lean>(ranks, count, true, calls, reps, abort_word);
+      if (ranks != 8) continue;
+      one_shot_row<2424 - 144, check>(ranks, count, true, calls, reps, abort_word);
+      one_shot_row<2424 - 144, generic>(ranks, count, true, calls, reps, abort_word);
+      one_shot_row<2424 - 144, shared>(ranks, count, true, calls, reps, abort_word);
+      one_shot_row<2424 - 144, warps>(ranks, count, true, calls, reps, abort_word);
+      one_shot_row<2424 - 144, generic | shared>(ranks, count, true, calls, reps, abort_word);
+      one_shot_row<2424 - 144, check | warps>(ranks, count, true, calls, reps, abort_word);
+      one_shot_row<2424 - 144, check | generic | shared>(ranks, count, true, calls, reps, abort_word);
     }
+  CK(cudaFree(abort_word));
   std::printf("# %s\n", failures == 0 ? "every output checked: right" : "WRONG outputs (above)");
   return failures == 0 ? 0 : 1;
 }

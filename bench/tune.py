@@ -12,15 +12,20 @@ the best of them at every size (the target: within 10 %).
     python3 bench/tune.py gpu --bench build/bench/collcomm_bench --ranks 2,4,8 --out OUT
   host executor (host_shm, processes started by mpirun, beside MPI_Allreduce):
     python3 bench/tune.py host --bench build-net/bench/net/host_vs_mpi --ranks 2,4 --out OUT
+  GPU over pcie_staged (ranks as threads on one GPU, connections in pinned host memory):
+    python3 bench/tune.py pcie --bench .deps/bin/collcomm_bench_pcie --ranks 2,4,8 --max-bytes 128M --out OUT
   then, after rebuilding the bench with the new table:
     python3 bench/tune.py gpu ... --out OUT --verify
 
 OUT keeps every raw log (raw/*.jsonl or raw/*.txt), sweep.json (every arm's median per size) and
 the table's source line. --arms-only K limits the kinds; --max-bytes the sizes; --dry-run prints
-the commands; --rounds R sweeps every arm R times, in turn, and takes the median. An arm whose time is within --keep (default 3 %) of the arm chosen for the size
-below keeps that arm: fewer rules, fewer kernels, and no flapping on noise. Small calls launched on
-streams all cost the launch's host floor, whichever arm runs: --tiebreak DIR (a --graph sweep of the
-same arms, e.g. to 4M) tells such ties (arms within --tie, default 10 %, of the fastest) apart by
+the commands; --rounds R sweeps every arm R times, in turn, and takes the median; --resume takes
+each run's output from its raw log where OUT has one (a sweep cut short, run again: only the
+missing runs go; also a way to feed the parser logs written by hand). An arm whose time is
+within --keep (default 3 %) of the arm chosen for the size below keeps that arm: fewer rules,
+fewer kernels, and no flapping on noise. Small calls launched on streams all cost the launch's
+host floor, whichever arm runs: --tiebreak DIR (a --graph sweep of the same arms, e.g. to 4M)
+tells such ties (arms within --tie, default 10 %, of the fastest) apart by
 their time from a CUDA graph, so that graph users get the arm that is fastest there.
 """
 import argparse
@@ -60,7 +65,32 @@ HOST_ARMS = {
                    ("tree", "simple", 1, 65536), ("recursive_doubling", "simple", 1, 65536),
                    ("one_shot", "simple", 1, 65536), ("two_shot", "simple", 1, 65536)],
 }
-HEADERS = {"gpu": "include/collcomm/tables/nvlink.hpp", "host": "include/collcomm/tables/host_shm.hpp"}
+# pcie_staged: every arm names its slot bytes, so that a rule means the same in any world (an arm's
+# channels and slot bytes are upper bounds: algo::automatic runs them capped at the world's; the
+# default world of 8 ranks on a 132-SM GPU has 16 channels and 256 KiB slots, so 1 MiB slots apply
+# only where the world was made with them). Ring with 64 KiB slots (fastest among 2 ranks at 16-256
+# MiB in bench/RESULTS.md's pcie slot sweep), 256 KiB (the default) and 1 MiB (8 channels: 4 GiB of
+# pinned slots among 8 ranks already), and on 4 channels for mid sizes, where 32-64 channels cut a
+# call into pieces too small; ll for latency (on 1 and 8 channels), tree and recursive_doubling
+# where the kind has them. ll's lines are half flags, doubling the bytes over the link: swept to
+# --ll-max (8M) only.
+_PCIE_RING = [("ring", "simple", 0, 64 << 10), ("ring", "simple", 0, 256 << 10), ("ring", "simple", 8, 1 << 20),
+              ("ring", "simple", 4, 64 << 10), ("ring", "ll", 1, 64 << 10), ("ring", "ll", 8, 64 << 10)]
+_PCIE_TREE = [("tree", "ll", 1, 64 << 10), ("tree", "simple", 0, 256 << 10)]
+PCIE_ARMS = {
+    "all_reduce": _PCIE_RING + _PCIE_TREE + [("recursive_doubling", "ll", 1, 64 << 10)],
+    "reduce_scatter": _PCIE_RING,
+    "all_gather": _PCIE_RING + [("recursive_doubling", "ll", 1, 64 << 10)],
+    "broadcast": _PCIE_RING + _PCIE_TREE,
+    "reduce": _PCIE_RING + _PCIE_TREE,
+}
+HEADERS = {"gpu": "include/collcomm/tables/nvlink.hpp", "host": "include/collcomm/tables/host_shm.hpp",
+           "pcie": "include/collcomm/tables/pcie_staged.hpp"}
+# The table's name (tables::NAME, collcomm/tables/NAME.hpp) and what it is for, per mode.
+TABLES = {"gpu": ("nvlink", "the GPU executor over transport::nvlink"),
+          "host": ("host_shm", "the host executor (transport::host_shm)"),
+          "pcie": ("pcie_staged", "the GPU executor over transport::pcie_staged")}
+LL_MAX = {"gpu": "64M", "pcie": "8M"}  # --ll-max's default
 ALGO_HEADERS = {"ring": "ring", "tree": "tree", "recursive_doubling": "recursive_doubling", "one_shot": "one_shot",
                 "two_shot": "two_shot", "direct": "direct"}
 ELEM = {"f32": 4, "bf16": 2}
@@ -120,12 +150,32 @@ def run(cmd, dry, log):
     return text
 
 
+def sweep_top(args, proto):
+    """The largest size to sweep an arm of protocol `proto` to."""
+    if proto == "ll" and parse_bytes(args.ll_max) < parse_bytes(args.max_bytes):
+        return args.ll_max  # ll moves half its lines as flags: never the fastest at large sizes
+    return args.max_bytes
+
+
+def parse_json_lines(out, elem, keep_copy_bw=True):
+    """{table bytes (count x element): (µs, arm, None, copy GB/s or None)} of a bench's --json lines;
+    a size with wrong outputs is left out (and said)."""
+    res = {}
+    for line in out.splitlines():
+        if not line.startswith("{"):
+            continue
+        j = json.loads(line)
+        if j.get("wrong", 0) > 0:
+            print(f"  WRONG results: {line}", flush=True)
+            continue
+        res[j["count"] * elem] = (j["time_us"], j.get("arm", ""), None, j.get("copy_bw") if keep_copy_bw else None)
+    return res
+
+
 def gpu_sweep(args, kind, ranks, arm, log):
     """{table bytes (count x element): median µs} of one arm, out of place."""
     algo, proto, ch, sb, th = fields(arm)
-    top = args.max_bytes
-    if proto == "ll" and parse_bytes(args.ll_max) < parse_bytes(top):
-        top = args.ll_max  # ll moves half its lines as flags: never the fastest at large sizes
+    top = sweep_top(args, proto)
     cmd = [args.bench, "-k", kind, "-a", algo, "-t", args.type, "-r", str(ranks), "-b", "8", "-e", top,
            "-f", str(args.factor), "-n", str(args.iters), "-w", "5", "-R", str(args.reps), "-c", "1",
            "-C", str(ch), "-s", str(sb), "--check-max", args.check_max, "--no-in-place", "--json"]
@@ -135,17 +185,21 @@ def gpu_sweep(args, kind, ranks, arm, log):
         cmd += ["-T", str(th)]
     if args.graph:
         cmd.append("-G")
-    out = run(cmd, args.dry_run, log)
-    res = {}
-    for line in out.splitlines():
-        if not line.startswith("{"):
-            continue
-        j = json.loads(line)
-        if j.get("wrong", 0) > 0:
-            print(f"  WRONG results: {line}", flush=True)
-            continue
-        res[j["count"] * ELEM[args.type]] = (j["time_us"], j.get("arm", ""), None, j.get("copy_bw"))
-    return res
+    return parse_json_lines(run(cmd, args.dry_run, log), ELEM[args.type])
+
+
+def pcie_sweep(args, kind, ranks, arm, log):
+    """As gpu_sweep, with collcomm_bench_pcie (f32, out of place, every size checked). No ceiling is
+    kept for plot.py: the pinned copy is a one-way bound on the link all ranks share, not on busbw."""
+    algo, proto, ch, sb, th = fields(arm)
+    if th != 512:
+        raise SystemExit(f"arm {arm_name(arm)}: collcomm_bench_pcie builds 512-thread kernels only")
+    cmd = [args.bench, "-k", kind, "-a", algo, "-r", str(ranks), "-b", "8", "-e", sweep_top(args, proto),
+           "-f", str(args.factor), "-n", str(args.iters), "-w", "5", "-R", str(args.reps),
+           "-C", str(ch), "-s", str(sb), "--json"]
+    if algo != "automatic":
+        cmd += ["-p", proto]
+    return parse_json_lines(run(cmd, args.dry_run, log), ELEM["f32"], keep_copy_bw=False)
 
 
 def host_sweep(args, kind, ranks, arm, log):
@@ -229,7 +283,7 @@ def cpp_rule(kind, cond, arm):
 
 def write_header(args, mode, chosen, source):
     path = args.header or HEADERS[mode]
-    name = "nvlink" if mode == "gpu" else "host_shm"
+    name, what = TABLES[mode]
     lines, algos = [], set()
     ranks = sorted(chosen)
     for i, r in enumerate(ranks):
@@ -246,14 +300,16 @@ def write_header(args, mode, chosen, source):
                     cond.append(f".min_ranks = {lo}")
                 if hi is not None:
                     cond.append(f".max_ranks = {hi}")
-                if mode == "gpu":
+                if mode in ("gpu", "pcie"):  # swept with every rank on one GPU (pcie: sharing its one link)
                     cond.append(".max_gpus = 1")
                 lines.append(cpp_rule(kind, ", ".join(cond), arm))
                 algos.add(arm[0])
+    if mode == "pcie":
+        source += (". Swept with every rank on one GPU, whose one PCIe link all of them share: the rules hold "
+                   "for one GPU (.max_gpus = 1); staged ranks on several GPUs, each with a link of its own, "
+                   "take the classic algorithm")
     source = "\n".join(textwrap.wrap("Source: " + source, 97, initial_indent="// ", subsequent_indent="// "))
     includes = "".join(f"#include <collcomm/algo/{ALGO_HEADERS[a]}.hpp>\n" for a in sorted(algos))
-    what = ("the GPU executor over transport::nvlink" if mode == "gpu" else
-            "the host executor (transport::host_shm)")
     body = ",\n".join(lines)
     text = f"""// collcomm/tables/{name}.hpp — algo::automatic's table for {what}.
 // Written by bench/tune.py; rewrite it by re-running the script (bench/tune.py --help).
@@ -282,7 +338,7 @@ COLLCOMM_NAMESPACE_END
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("mode", choices=["gpu", "host"])
+    ap.add_argument("mode", choices=["gpu", "host", "pcie"])
     ap.add_argument("--bench", required=True)
     ap.add_argument("--ranks", default="2,4,8")
     ap.add_argument("--kinds", default=None, help="comma-separated; default: every kind the mode has arms for")
@@ -308,13 +364,18 @@ def main():
                          "sweep.json merged arm by arm into OUT/sweep.json, then chosen from as with --reuse")
     ap.add_argument("--only-arms", default=None,
                     help="sweep only the arms whose name (algo/protocol/cC/sS) matches this regular expression")
-    ap.add_argument("--ll-max", default="64M", help="GPU: sweep ll arms up to this size only")
+    ap.add_argument("--ll-max", default=None, help="GPU, pcie: sweep ll arms up to this size only (64M; pcie 8M)")
+    ap.add_argument("--resume", action="store_true",
+                    help="take each run's output from OUT/raw's log where there is one; run only the others")
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--timeout", type=int, default=300, help="seconds one bench run may take")
     ap.add_argument("--check-max", default="64K", help="GPU: check outputs up to this size (the reference is slow)")
     args = ap.parse_args()
     global TIMEOUT_S, REUSE
     TIMEOUT_S = args.timeout
+    args.ll_max = args.ll_max or LL_MAX.get(args.mode, "64M")
+    if args.mode == "pcie" and args.type != "f32":
+        ap.error("pcie: collcomm_bench_pcie times f32 only")
     os.makedirs(args.out, exist_ok=True)
     if args.merge:  # the sweeps of several runs as one, then choose as --reuse does
         merged, rounds_of = {}, {}
@@ -342,15 +403,15 @@ def main():
         with open(os.path.join(args.out, "sweep.json"), "w") as f:
             json.dump(merged, f, indent=1)
         args.reuse = True
-    REUSE = args.reuse
+    REUSE = args.reuse or args.resume
     tiebreak = json.load(open(os.path.join(args.tiebreak, "sweep.json"))) if args.tiebreak else None
-    arms = GPU_ARMS if args.mode == "gpu" else HOST_ARMS
+    arms = {"gpu": GPU_ARMS, "host": HOST_ARMS, "pcie": PCIE_ARMS}[args.mode]
     if args.only_arms:
         arms = {k: [a for a in v if re.search(args.only_arms, arm_name(a))] for k, v in arms.items()}
     kinds = args.kinds.split(",") if args.kinds else list(arms)
     ranks = [int(r) for r in args.ranks.split(",")]
     os.makedirs(os.path.join(args.out, "raw"), exist_ok=True)
-    sweep = gpu_sweep if args.mode == "gpu" else host_sweep
+    sweep = {"gpu": gpu_sweep, "host": host_sweep, "pcie": pcie_sweep}[args.mode]
     sweep_path = os.path.join(args.out, "sweep.json")
 
     if args.verify:
@@ -370,7 +431,11 @@ def main():
                 # each round (the machine's state then weighs on them alike), medians per size.
                 best_named = sorted({min(((v[str(b)][0], a) for a, v in named.items() if str(b) in v))[1]
                                      for b in {int(x) for v in named.values() for x in v}})
-                auto_arm = ("automatic", "simple", 0, 1 << 20 if args.mode == "gpu" else 65536)
+                # automatic's world: the world's channels, and slots as large as any arm's (pcie: the
+                # largest of its arms'), so that no arm runs capped below what the sweep timed.
+                auto_slot = {"gpu": 1 << 20, "host": 65536,
+                             "pcie": max(a[3] for v in PCIE_ARMS.values() for a in v)}[args.mode]
+                auto_arm = ("automatic", "simple", 0, auto_slot)
                 runs = {}
                 for k in range(args.rounds):
                     for arm in [auto_arm] + [parse_arm(a) for a in best_named]:

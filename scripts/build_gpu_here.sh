@@ -10,7 +10,8 @@
 #   scripts/build_gpu_here.sh gpu_tests bench example test_gpu_mp bench_mp
 #   scripts/build_gpu_here.sh test_gpu_sched_reducing test_gpu_fault   (some of them)
 #   scripts/build_gpu_here.sh test_gpu_pcie test_gpu_pcie_reducing test_gpu_pcie_moving test_gpu_pcie_rooted bench_pcie
-#                                                            (transport::pcie; bench/scripts/pcie_staged.sh runs them)
+#                                                            (transport::pcie; bench/scripts/pcie_staged.sh runs them,
+#                                                             bench/scripts/tune_pcie.sh the bench's sweep)
 set -e
 cd "$(dirname "$0")/.."
 [ -d .deps/doctest ] || { mkdir -p .deps && cp -r /usr/include/doctest .deps/; }

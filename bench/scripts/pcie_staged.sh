@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # transport::pcie staged through pinned host memory, ranks as threads of one process on one GPU:
-# the staged-path GPU tests, then collcomm_bench_pcie among 2, 4 and 8 ranks (ring, f32, the four
-# kinds, 1 MiB to 256 MiB, with the pinned copy bandwidth measured in the same run: the figures of
-# bench/RESULTS.md's pcie-threads table), logs under OUT. Staged pcie across processes:
-# processes.sh pcie.
+# the staged-path GPU tests, then collcomm_bench_pcie among 2, 4 and 8 ranks (ring, f32, every
+# kind it has: bench/RESULTS.md's pcie-threads tables have four, reduce came later; 1 MiB to 256
+# MiB, with the pinned copy bandwidth measured in the same run), logs under OUT. Staged pcie across
+# processes: processes.sh pcie. The other arms over pcie_staged, for its table: tune_pcie.sh.
 #   bash bench/scripts/pcie_staged.sh OUT         -> OUT/env.txt, OUT/tests.txt, OUT/bench.txt
 # Binaries from BIN (default .deps/bin), built beforehand on a machine without a GPU (the staged
 # tests are test_gpu_pcie and test_gpu_pcie_* for every FIFO schedule; test_gpu_fault runs its

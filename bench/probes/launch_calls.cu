@@ -15,6 +15,10 @@
 //                     the last: on the group's stream a batch waiting arrive[j] >= k for every j,
 //                     the launch, a write of done = k
 //   memops_async      as memops, but a rank that is not last returns without waiting for the launch
+//   launch_each       each thread launches its own kernel on its own stream every call (one block
+//                     of PROBE_THREADS threads, the 2424-byte parameter block; cooperative where
+//                     PROBE_COOP=1), no rendezvous: what launches per rank (as processes make them)
+//                     cost when the ranks are threads of one process
 //   events_shaped     events, launching a kernel shaped like collcomm's grouped launch instead:
 //                     a grid of (1, ranks) blocks of PROBE_THREADS (512) threads, a parameter block
 //                     of 2424 bytes (kernel_params of 32 rank_params), cooperative where PROBE_COOP=1
@@ -35,13 +39,13 @@
 #include <thread>
 #include <vector>
 
-#define CK(x)                                                                                  \
-  do {                                                                                         \
-    cudaError_t e_ = (x);                                                                      \
-    if (e_ != cudaSuccess) {                                                                   \
+#define CK(x)                                                                                 \
+  do {                                                                                        \
+    cudaError_t e_ = (x);                                                                     \
+    if (e_ != cudaSuccess) {                                                                  \
       std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                            \
-    }                                                                                          \
+      std::exit(1);                                                                           \
+    }                                                                                         \
   } while (0)
 
 using batch_fn = CUresult (*)(CUstream, unsigned, CUstreamBatchMemOpParams*, unsigned);
@@ -63,7 +67,8 @@ __global__ void shaped(const __grid_constant__ shaped_params p) {
   if (p.spin_ns) {
     unsigned long long t0, t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-    do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); while (t - t0 < p.spin_ns);
+    do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    while (t - t0 < p.spin_ns);
   }
   if (threadIdx.x == 0 && blockIdx.y < static_cast<unsigned>(p.n)) atomicAdd(&p.counters[blockIdx.y], 1u);
 }
@@ -114,6 +119,22 @@ static void run_rank(group& g, int i, const std::string& mode, int calls) {
       memop_write_wait(s, g.words + i, k, g.words + i, k);
       continue;
     }
+    if (mode == "launch_each") {
+      shaped_params p = g.shaped;
+      p.counters = g.counters + i;
+      p.n = 1;
+      cudaLaunchConfig_t cfg{};
+      cfg.gridDim = dim3(1, 1, 1);
+      cfg.blockDim = dim3(g.shaped_threads, 1, 1);
+      cfg.stream = s;
+      cudaLaunchAttribute attr[1];
+      attr[0].id = cudaLaunchAttributeCooperative;
+      attr[0].val.cooperative = 1;
+      cfg.attrs = attr;
+      cfg.numAttrs = g.shaped_coop ? 1 : 0;
+      CK(cudaLaunchKernelEx(&cfg, shaped, p));
+      continue;
+    }
     if (mode == "is_capturing") {
       cudaStreamCaptureStatus st;
       CK(cudaStreamIsCapturing(s, &st));
@@ -159,7 +180,8 @@ static void run_rank(group& g, int i, const std::string& mode, int calls) {
         p[j].waitValue.value = k;
         p[j].waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ;
       }
-      if (batch(reinterpret_cast<CUstream>(g.own), static_cast<unsigned>(g.n), p.data(), 0) != CUDA_SUCCESS) std::abort();
+      if (batch(reinterpret_cast<CUstream>(g.own), static_cast<unsigned>(g.n), p.data(), 0) != CUDA_SUCCESS)
+        std::abort();
       bump<<<1, 32, 0, g.own>>>(g.counters, g.n);
       CUstreamBatchMemOpParams w;
       std::memset(&w, 0, sizeof w);
@@ -177,7 +199,8 @@ int main(int argc, char** argv) {
   const int n = argc > 1 ? std::atoi(argv[1]) : 8;
   const int calls = argc > 2 ? std::atoi(argv[2]) : 4000;
   cudaDriverEntryPointQueryResult q;
-  CK(cudaGetDriverEntryPointByVersion("cuStreamBatchMemOp", reinterpret_cast<void**>(&batch), 12000, cudaEnableDefault, &q));
+  CK(cudaGetDriverEntryPointByVersion("cuStreamBatchMemOp", reinterpret_cast<void**>(&batch), 12000, cudaEnableDefault,
+                                      &q));
   if (q != cudaDriverEntryPointSuccess || !batch) return std::puts("no cuStreamBatchMemOp"), 1;
   std::setvbuf(stdout, nullptr, _IONBF, 0);
   std::vector<std::string> modes;
@@ -227,10 +250,12 @@ int main(int argc, char** argv) {
     }
     std::vector<unsigned> cnt(static_cast<std::size_t>(n));
     CK(cudaMemcpy(cnt.data(), g.counters, sizeof(unsigned) * n, cudaMemcpyDeviceToHost));
-    const bool launches = std::strncmp(mode, "events", 6) == 0 || std::strncmp(mode, "memops", 6) == 0;
+    const bool launches = std::strncmp(mode, "events", 6) == 0 || std::strncmp(mode, "memops", 6) == 0 ||
+                          std::strcmp(mode, "launch_each") == 0;
     bool ok = true;
     for (unsigned c : cnt) ok &= c == (launches ? 3u * static_cast<unsigned>(calls) : 0u);
-    std::printf("%-14s ranks %d: %7.2f %7.2f %7.2f us per call%s\n", mode, n, us[0], us[1], us[2], ok ? "" : "  COUNTS WRONG");
+    std::printf("%-14s ranks %d: %7.2f %7.2f %7.2f us per call%s\n", mode, n, us[0], us[1], us[2],
+                ok ? "" : "  COUNTS WRONG");
     for (int i = 0; i < n; ++i) {
       cudaStreamDestroy(g.s[i]);
       cudaEventDestroy(g.ready[i]);

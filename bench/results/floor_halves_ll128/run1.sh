@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One device call: (1) the graph floor probe (bench/probes/graph_floor.cu: a kernel replayed from a
 # graph by parameter size and grid, the least one-shot all_reduce, and collcomm's kernel's pieces
-# one at a time); (2) the multi-process GPU tests of this commit (processes.sh tests, and the fault
+# one at a time), and launch_calls' launches made by each rank thread on its own stream beside the
+# grouped launch (bench/probes/launch_calls.cu: launch_each, events_shaped; 8 and 4 ranks,
+# cooperative or not); (2) the multi-process GPU tests of this commit (processes.sh tests, and the fault
 # case of processes that disagree), for the staged-call counts every channel advances; (3) ll128
 # receivers whose poll loads issue back to back (branch ll128-poll: bench_llpoll, test_gpu_ll128_poll)
 # against this commit's (bench_llbase): ring all_reduce, 2 and 8 ranks, 16 MiB to 512 MiB, two rounds
@@ -11,7 +13,8 @@
 # 8 KiB, and two_shot to 1 MiB, among 8, 4 and 2 ranks as threads, from a CUDA graph, three rounds
 # in turn (narrow builds: bench/results/latency_2026-12-06/ar_small.cu).
 #   bash bench/results/floor_halves_ll128/run1.sh OUT
-# Binaries (.deps/bin, carried): graph_floor (nvcc -O3 -arch=sm_90 bench/probes/graph_floor.cu),
+# Binaries (.deps/bin, carried): graph_floor and launch_calls (nvcc -O3 -arch=sm_90
+# bench/probes/graph_floor.cu, launch_calls.cu),
 # test_gpu_mp (scripts/build_gpu_here.sh test_gpu_mp), bench_llbase and bench_llpoll (collcomm_bench
 # built for all_reduce, ring, f32: -DCOLLCOMM_BENCH_KINDS=kind::all_reduce
 # -DCOLLCOMM_BENCH_ALGOS=algo::ring -DCOLLCOMM_BENCH_TYPES=float, of this commit and of ll128-poll),
@@ -24,6 +27,13 @@ export CUDA_MODULE_LOADING=EAGER NCCL_NVLS_ENABLE=0 PATH=$PATH:/usr/local/nvidia
 t0=$SECONDS
 timeout 90 $B/graph_floor 200 9 > "$OUT/graph_floor.txt" 2>&1
 echo "graph_floor rc=$? ($((SECONDS - t0)) s)" | tee -a "$OUT/summary.txt"
+for r in 8 4; do
+  for coop in 1 0; do
+    echo "== launch_calls $r ranks, PROBE_COOP=$coop"
+    PROBE_COOP=$coop timeout 60 $B/launch_calls $r 4000 launch_each,events_shaped
+  done
+done > "$OUT/launch_calls.txt" 2>&1
+echo "launch_calls rc=$?" | tee -a "$OUT/summary.txt"
 t0=$SECONDS
 timeout 60 $B/test_gpu_ll128_poll -d > "$OUT/test_ll128_poll.txt" 2>&1
 echo "test_gpu_ll128_poll rc=$? ($((SECONDS - t0)) s) $(grep -E '^\[doctest\] (test cases|assertions)' "$OUT/test_ll128_poll.txt" | tr '\n' ' ')" | tee -a "$OUT/summary.txt"

@@ -2,7 +2,7 @@
 # One device call: one_shot across processes with inputs pushed into the peers' windows as LL lines
 # (branch pushed-inputs: test_gpu_mp_push, mp_push4) — its multi-process GPU tests (processes.sh
 # tests, and the fault case of processes that disagree, counts on both sides of the 8 KiB push
-# limit included), then mp_base (this commit's collcomm_bench_mp, inputs staged) against mp_push4,
+# limit included; a pushed call after a staged one whose input looks like pushed lines), then mp_base (this commit's collcomm_bench_mp, inputs staged) against mp_push4,
 # in turn, two rounds: one_shot on 1 channel among 8, 4 and 2 processes, 8 B to 8 KiB, from a CUDA
 # graph and stream-launched; and a sweep to 1 MiB on 1 and the world's channels (8 and 2 processes).
 #   bash bench/results/push_mp/run1.sh OUT
@@ -22,6 +22,8 @@ nvidia-cuda-mps-control -d
 trap 'echo quit | nvidia-cuda-mps-control' EXIT
 ( time timeout 200 $B/test_gpu_mp_push --only 'mp fault: processes that disagree*' ) > "$OUT/test_disagree.log" 2>&1
 echo "disagree rc=$? $(grep -E '^\[doctest\] (test cases|assertions)' "$OUT/test_disagree.log" | tr '\n' ' ')" | tee -a "$OUT/summary.txt"
+( time timeout 120 $B/test_gpu_mp_push --only 'mp: a pushed*' ) > "$OUT/test_stale.log" 2>&1
+echo "stale lines rc=$? $(grep -E '^\[doctest\] (test cases|assertions)' "$OUT/test_stale.log" | tr '\n' ' ')" | tee -a "$OUT/summary.txt"
 mp() {  # log binary args...
   local log=$1 bin=$2
   shift 2

@@ -65,16 +65,15 @@ HOST_ARMS = {
                    ("tree", "simple", 1, 65536), ("recursive_doubling", "simple", 1, 65536),
                    ("one_shot", "simple", 1, 65536), ("two_shot", "simple", 1, 65536)],
 }
-# pcie_staged: every arm names its slot bytes, so that a rule means the same in any world (an arm's
-# channels and slot bytes are upper bounds: algo::automatic runs them capped at the world's; the
-# default world of 8 ranks on a 132-SM GPU has 16 channels and 256 KiB slots, so 1 MiB slots apply
-# only where the world was made with them). Ring with 64 KiB slots (fastest among 2 ranks at 16-256
-# MiB in bench/RESULTS.md's pcie slot sweep), 256 KiB (the default) and 1 MiB (8 channels: 4 GiB of
-# pinned slots among 8 ranks already), and on 4 channels for mid sizes, where 32-64 channels cut a
-# call into pieces too small; ll for latency (on 1 and 8 channels), tree and recursive_doubling
-# where the kind has them. ll's lines are half flags, doubling the bytes over the link: swept to
-# --ll-max (8M) only.
-_PCIE_RING = [("ring", "simple", 0, 64 << 10), ("ring", "simple", 0, 256 << 10), ("ring", "simple", 8, 1 << 20),
+# pcie_staged: every arm names its slot bytes, and none more than the default world's 256 KiB, so
+# that a rule runs as it was timed in a world of the default options (an arm's channels and slot
+# bytes are upper bounds: algo::automatic runs them capped at the world's; the default world of 8
+# ranks on a 132-SM GPU has 16 channels and 256 KiB slots). Ring with 64 KiB slots (fastest among 2
+# ranks at 16-256 MiB in bench/RESULTS.md's pcie slot sweep) and 256 KiB (the default), on the
+# world's channels and on 8 or 4 for mid sizes, where 32-64 channels cut a call into pieces too
+# small; ll for latency (on 1 and 8 channels), tree and recursive_doubling where the kind has them.
+# ll's lines are half flags, doubling the bytes over the link: swept to --ll-max (8M) only.
+_PCIE_RING = [("ring", "simple", 0, 64 << 10), ("ring", "simple", 0, 256 << 10), ("ring", "simple", 8, 256 << 10),
               ("ring", "simple", 4, 64 << 10), ("ring", "ll", 1, 64 << 10), ("ring", "ll", 8, 64 << 10)]
 _PCIE_TREE = [("tree", "ll", 1, 64 << 10), ("tree", "simple", 0, 256 << 10)]
 PCIE_ARMS = {
@@ -143,10 +142,11 @@ def run(cmd, dry, log):
         text, rc = p.stdout, p.returncode
     except subprocess.TimeoutExpired as e:
         text, rc = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or ""), "timeout"
+    if rc != 0:  # kept apart, so that --resume and --reuse run it again rather than take it as whole
+        log += ".failed"
+        print(f"  exit {rc}; log {log}", flush=True)
     with open(log, "w") as f:
         f.write(text)
-    if rc != 0:
-        print(f"  exit {rc}; log {log}", flush=True)
     return text
 
 
@@ -302,12 +302,14 @@ def write_header(args, mode, chosen, source):
                     cond.append(f".max_ranks = {hi}")
                 if mode in ("gpu", "pcie"):  # swept with every rank on one GPU (pcie: sharing its one link)
                     cond.append(".max_gpus = 1")
+                if mode == "pcie":  # swept with ranks as threads (processes stage through /dev/shm instead)
+                    cond.append(".world = world_kind::threads")
                 lines.append(cpp_rule(kind, ", ".join(cond), arm))
                 algos.add(arm[0])
     if mode == "pcie":
-        source += (". Swept with every rank on one GPU, whose one PCIe link all of them share: the rules hold "
-                   "for one GPU (.max_gpus = 1); staged ranks on several GPUs, each with a link of its own, "
-                   "take the classic algorithm")
+        source += (". Swept with every rank a thread on one GPU, whose one PCIe link all of them share: the "
+                   "rules hold for such worlds (.max_gpus = 1, .world = world_kind::threads); staged ranks on "
+                   "several GPUs, each with a link of its own, and processes take the classic algorithm")
     source = "\n".join(textwrap.wrap("Source: " + source, 97, initial_indent="// ", subsequent_indent="// "))
     includes = "".join(f"#include <collcomm/algo/{ALGO_HEADERS[a]}.hpp>\n" for a in sorted(algos))
     body = ",\n".join(lines)

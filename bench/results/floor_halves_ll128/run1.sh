@@ -31,9 +31,10 @@ for r in 8 4; do
   for coop in 1 0; do
     echo "== launch_calls $r ranks, PROBE_COOP=$coop"
     PROBE_COOP=$coop timeout 60 $B/launch_calls $r 4000 launch_each,events_shaped
+    echo "rc=$?"
   done
 done > "$OUT/launch_calls.txt" 2>&1
-echo "launch_calls rc=$?" | tee -a "$OUT/summary.txt"
+echo "launch_calls: $(grep -c 'rc=0' "$OUT/launch_calls.txt") of 4 runs rc=0" | tee -a "$OUT/summary.txt"
 t0=$SECONDS
 timeout 60 $B/test_gpu_ll128_poll -d > "$OUT/test_ll128_poll.txt" 2>&1
 echo "test_gpu_ll128_poll rc=$? ($((SECONDS - t0)) s) $(grep -E '^\[doctest\] (test cases|assertions)' "$OUT/test_ll128_poll.txt" | tr '\n' ' ')" | tee -a "$OUT/summary.txt"
@@ -52,7 +53,7 @@ for r in 2 8; do
   echo "== check llpoll r$r"
   timeout 100 $B/bench_llpoll -k all_reduce -a ring -p ll128 -r $r -b 8 -e 64M -f 8 -n 3 -w 1 -c 1 --check-max 64M -R 1 | grep -E "^ +[0-9]"
 done >> "$OUT/ll128.txt" 2>&1
-echo "ll128 A/B ($((SECONDS - t0)) s); #wrong counts of the check: $(grep -A9 check "$OUT/ll128.txt" | grep -E '^ +[0-9]' | awk '{print $NF}' | sort | uniq -c | tr '\n' ' ')" | tee -a "$OUT/summary.txt"
+echo "ll128 A/B ($((SECONDS - t0)) s); #wrong counts of the check: $(grep -A9 check "$OUT/ll128.txt" | grep -E '^ +[0-9]' | awk '{print $10, $NF}' | sort | uniq -c | tr '\n' ' ')" | tee -a "$OUT/summary.txt"
 t0=$SECONDS
 A="-k all_reduce -f 4 -n 50 -w 10 -R 5"
 for round in 1 2 3; do

@@ -201,9 +201,7 @@ inline std::set<std::string> leaked_segments(const std::set<std::string>& before
     if (parts.pid == std::to_string(::getpid())) return true;
     if (makers != nullptr)
       return std::any_of(makers->begin(), makers->end(), [&](pid_t p) { return parts.pid == std::to_string(p); });
-    bool gone = false;
-    const std::uint64_t start = collcomm::detail::process_start_time(parts.pid, &gone);
-    return gone || (start != 0 && start != parts.start);  // ended, or its pid is another process's now
+    return collcomm::detail::creator_gone(parts);
   };
   std::set<std::string> left;
   for (const std::string& s : collcomm_segments())

@@ -161,6 +161,15 @@ inline bool parse_segment_name(const std::string& name, segment_name_parts& out)
   return true;
 }
 
+// Whether the process that made a segment of these name parts is gone: no such pid, or one that
+// started at another time (the pid was reused). A process whose record cannot be read counts as
+// alive: a segment is removed only on evidence.
+inline bool creator_gone(const segment_name_parts& parts) noexcept {
+  bool gone = false;
+  const std::uint64_t start = process_start_time(parts.pid, &gone);
+  return gone || (start != 0 && start != parts.start);
+}
+
 // Removes the segments that killed jobs left in /dev/shm (see Life above): names of the library's
 // form, owned by this user, made in this pid namespace by a process that is gone (no such pid, or
 // one that started at another time: the pid was reused). Looks at the first `max_entries` entries
@@ -181,9 +190,7 @@ inline int remove_stale_segments(int max_entries = 4096) noexcept {
       struct stat st {};
       if (::fstatat(::dirfd(dir), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) || st.st_uid != uid)
         continue;
-      bool gone = false;
-      const std::uint64_t start = process_start_time(parts.pid, &gone);
-      if (!gone && (start == 0 || start == parts.start)) continue;  // alive, or cannot tell
+      if (!creator_gone(parts)) continue;  // alive, or cannot tell
       if (::shm_unlink(("/" + std::string(e->d_name)).c_str()) == 0) ++removed;
     }
     ::closedir(dir);

@@ -263,7 +263,8 @@ int main(int argc, char** argv) {
         last_arm = arm;
       }
       if (rank == 0) {
-        const double busbw = static_cast<double>(count * sizeof(float)) / (c.median * 1e3) * 2.0 * (n - 1) / n;
+        const double busbw = static_cast<double>(count * sizeof(float)) / (c.median * 1e3) *
+                             netbench::bus_factor(netbench::coll::all_reduce, n);
         std::printf("%12zu %11zu %5d %12.2f %12.2f %12.2f %12.2f %8.2f %7zu %9.2f %7.3f\n", count * sizeof(float),
                     count, reps, m.median, m.min, c.median, c.min, m.median / c.median, m.wrong + c.wrong, busbw,
                     busbw / copy_gbs);

@@ -84,15 +84,6 @@ double modeled_traffic(const world_facts& f, const coll_args& base, const gpu::o
   }
 }
 
-// The arm a call takes: its algorithm (and protocol), or algo::automatic's choice.
-template <class K, class Algo, class Tuning, class T, class Op>
-std::string arm_of(const world_facts& f, index_t count, bool in_place) {
-  if constexpr (is_automatic<Algo>)
-    return chosen_arm<K, typename Algo::table, transport::nvlink, Op, T>(f, count, in_place);
-  else
-    return std::string(Algo::name) + " (" + detail::tuning_text<Tuning>(f) + ")";
-}
-
 template <class K, class Algo, class T, class Op, class Tuning = tuning<>>
 void run_bench(const bench_settings& st, double copy_bw) {
   constexpr bool simple = std::is_same_v<typename Tuning::protocol, protocol::simple>;
@@ -354,7 +345,8 @@ void run_bench(const bench_settings& st, double copy_bw) {
               const double busbw = algbw * bench::bus_factor<K>(n);
               const double mem =
                   modeled_traffic<K, Algo, Tuning, T, Op>(comm.facts(), base, o, place == 1) / (us * 1e-6) / copy_bw;
-              const std::string arm = arm_of<K, Algo, Tuning, T, Op>(comm.facts(), count, place == 1);
+              const std::string arm =
+                  bench::arm_of<K, Algo, Tuning, transport::nvlink, T, Op>(comm.facts(), count, place == 1);
               if (st.json)
                 std::printf(
                     "{\"kind\":\"%s\",\"algo\":\"%s\",\"arm\":\"%s\",\"type\":\"%s\",\"op\":\"%s\","

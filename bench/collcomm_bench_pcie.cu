@@ -126,15 +126,6 @@ void link_traffic(const world_facts& f, const coll_args& base, const gpu::option
   }
 }
 
-// The arm a call takes: its algorithm (and protocol), or algo::automatic's choice.
-template <class K, class Algo, class Tuning>
-std::string arm_of(const world_facts& f, index_t count) {
-  if constexpr (is_automatic<Algo>)
-    return chosen_arm<K, typename Algo::table, transport_t, bench::bench_op<K>, float>(f, count, false);
-  else
-    return std::string(Algo::name) + " (" + detail::tuning_text<Tuning>(f) + ")";
-}
-
 template <class K, class Algo, class Tuning>
 void run_kind(gpu::world& w, const pcie_settings& st, const bench::pinned_bandwidth& pinned) {
   using Op = bench::bench_op<K>;
@@ -218,7 +209,7 @@ void run_kind(gpu::world& w, const pcie_settings& st, const bench::pinned_bandwi
             double up = 0, down = 0;
             link_traffic<K, Algo, Tuning>(comm.facts(), base, w.opts(), up, down);
             const double sec = us * 1e-6, algbw = bench::algbw(bytes, us), busbw = algbw * bench::bus_factor<K>(n);
-            const std::string arm = arm_of<K, Algo, Tuning>(comm.facts(), count);
+            const std::string arm = bench::arm_of<K, Algo, Tuning, transport_t, float, Op>(comm.facts(), count, false);
             if (st.json) {
               std::printf(
                   "{\"kind\":\"%s\",\"algo\":\"%s\",\"arm\":\"%s\",\"type\":\"f32\",\"op\":\"%s\","

@@ -352,6 +352,16 @@ inline constexpr bool per_rank_count =
     std::is_same_v<K, collcomm::kind::reduce_scatter> || std::is_same_v<K, collcomm::kind::all_gather> ||
     std::is_same_v<K, collcomm::kind::all_to_all>;
 
+// The arm a call over Tr takes, as the bench prints it: the named algorithm with its tuning, or
+// algo::automatic's choice.
+template <class K, class Algo, class Tuning, class Tr, class T, class Op>
+std::string arm_of(const collcomm::world_facts& f, collcomm::index_t count, bool in_place) {
+  if constexpr (collcomm::is_automatic<Algo>)
+    return collcomm::chosen_arm<K, typename Algo::table, Tr, Op, T>(f, count, in_place);
+  else
+    return std::string(Algo::name) + " (" + collcomm::detail::tuning_text<Tuning>(f) + ")";
+}
+
 // nccl-tests' bus bandwidth factor among n ranks.
 template <class K>
 double bus_factor(int n) {

@@ -106,6 +106,20 @@ static void memop_write_wait(cudaStream_t s, unsigned* wr, unsigned wv, unsigned
   if (batch(reinterpret_cast<CUstream>(s), 2, p, 0) != CUDA_SUCCESS) std::abort();
 }
 
+// The shaped kernel on a grid of (1, p.n) blocks of the group's threads, cooperative where it says.
+static void launch_shaped(const group& g, const shaped_params& p, cudaStream_t s) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(1, static_cast<unsigned>(p.n), 1);
+  cfg.blockDim = dim3(g.shaped_threads, 1, 1);
+  cfg.stream = s;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeCooperative;
+  attr[0].val.cooperative = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = g.shaped_coop ? 1 : 0;
+  CK(cudaLaunchKernelEx(&cfg, shaped, p));
+}
+
 static void run_rank(group& g, int i, const std::string& mode, int calls) {
   cudaStream_t s = g.s[i];
   for (int c = 1; c <= calls; ++c) {
@@ -123,16 +137,7 @@ static void run_rank(group& g, int i, const std::string& mode, int calls) {
       shaped_params p = g.shaped;
       p.counters = g.counters + i;
       p.n = 1;
-      cudaLaunchConfig_t cfg{};
-      cfg.gridDim = dim3(1, 1, 1);
-      cfg.blockDim = dim3(g.shaped_threads, 1, 1);
-      cfg.stream = s;
-      cudaLaunchAttribute attr[1];
-      attr[0].id = cudaLaunchAttributeCooperative;
-      attr[0].val.cooperative = 1;
-      cfg.attrs = attr;
-      cfg.numAttrs = g.shaped_coop ? 1 : 0;
-      CK(cudaLaunchKernelEx(&cfg, shaped, p));
+      launch_shaped(g, p, s);
       continue;
     }
     if (mode == "is_capturing") {
@@ -157,16 +162,7 @@ static void run_rank(group& g, int i, const std::string& mode, int calls) {
       for (int j = 0; j < g.n; ++j)
         if (j != i) CK(cudaStreamWaitEvent(s, g.ready[j], 0));
       if (mode == "events_shaped") {
-        cudaLaunchConfig_t cfg{};
-        cfg.gridDim = dim3(1, static_cast<unsigned>(g.n), 1);
-        cfg.blockDim = dim3(g.shaped_threads, 1, 1);
-        cfg.stream = s;
-        cudaLaunchAttribute attr[1];
-        attr[0].id = cudaLaunchAttributeCooperative;
-        attr[0].val.cooperative = 1;
-        cfg.attrs = attr;
-        cfg.numAttrs = g.shaped_coop ? 1 : 0;
-        CK(cudaLaunchKernelEx(&cfg, shaped, g.shaped));
+        launch_shaped(g, g.shaped, s);
       } else {
         bump<<<1, 32, 0, s>>>(g.counters, g.n);
       }

@@ -9,6 +9,15 @@ BIN=${BIN:-.deps/bin}
 export CUDA_MODULE_LOADING=EAGER
 export PATH=$PATH:/usr/local/nvidia/bin  # nvidia-smi and nvidia-cuda-mps-control on the GPU machines
 
+# start_mps: the MPS control daemon as a user-level process (it changes no GPU setting), its pipes
+# under /tmp, stopped when the calling script exits.
+start_mps() {
+  export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps_pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps_log
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  trap 'echo quit | nvidia-cuda-mps-control' EXIT
+  nvidia-cuda-mps-control -d
+}
+
 # record_env OUT: the GPUs, the commit and the tree's uncommitted changes, into OUT/env.txt.
 record_env() {
   mkdir -p "$1"

@@ -52,10 +52,7 @@ if [ -n "$NOMPS" ]; then
     exit 1
   fi
 fi
-export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps_pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps_log
-mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
-nvidia-cuda-mps-control -d && echo "MPS daemon started" | summary
-trap 'echo quit | nvidia-cuda-mps-control' EXIT  # (the run tool returns at most 8 files: no MPS logs)
+start_mps && echo "MPS daemon started" | summary  # (its logs stay under /tmp: not returned)
 mp_tests() {  # $1: log name, $2: doctest pattern, $3: time limit (s)
   echo "== MPS: test_gpu_mp --only '$2'" | summary
   ( time timeout $3 "$BIN/test_gpu_mp" --only "$2" ) > "$OUT/$1.log" 2>&1

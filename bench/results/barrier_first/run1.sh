@@ -9,11 +9,9 @@ set -u
 OUT=${1:?usage: run1.sh OUT}
 B=.deps/bin
 mkdir -p "$OUT"
-export CUDA_MODULE_LOADING=EAGER NCCL_NVLS_ENABLE=0 PATH=$PATH:/usr/local/nvidia/bin
-export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps_pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps_log
-mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
-nvidia-cuda-mps-control -d
-trap 'echo quit | nvidia-cuda-mps-control' EXIT
+. bench/scripts/common.sh
+export NCCL_NVLS_ENABLE=0
+start_mps
 for what in 'mp fault: processes that disagree*' 'mp: every*,mp: a direct*'; do
   log=$OUT/$(echo "$what" | tr -c 'a-z\n' '_' | cut -c1-30).log
   ( time timeout 240 $B/test_gpu_mp_bar --only "$what" ) > "$log" 2>&1

@@ -23,7 +23,8 @@ set -u
 OUT=${1:?usage: run1.sh OUT}
 B=.deps/bin
 mkdir -p "$OUT"
-export CUDA_MODULE_LOADING=EAGER NCCL_NVLS_ENABLE=0 PATH=$PATH:/usr/local/nvidia/bin
+. bench/scripts/common.sh
+export NCCL_NVLS_ENABLE=0
 t0=$SECONDS
 timeout 90 $B/graph_floor 200 9 > "$OUT/graph_floor.txt" 2>&1
 echo "graph_floor rc=$? ($((SECONDS - t0)) s)" | tee -a "$OUT/summary.txt"
@@ -72,10 +73,7 @@ echo "launch pointers A/B ($((SECONDS - t0)) s)" | tee -a "$OUT/summary.txt"
 t0=$SECONDS
 bash bench/scripts/processes.sh "$OUT/tests" tests > /dev/null 2>&1
 cat "$OUT/tests/summary.txt" >> "$OUT/summary.txt"
-export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps_pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps_log
-mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
-nvidia-cuda-mps-control -d
+start_mps
 ( time timeout 120 $B/test_gpu_mp --only 'mp fault: processes that disagree*' ) > "$OUT/test_disagree.log" 2>&1
 echo "disagree rc=$? $(grep -E '^\[doctest\] (test cases|assertions)' "$OUT/test_disagree.log" | tr '\n' ' ') (tests $((SECONDS - t0)) s)" | tee -a "$OUT/summary.txt"
-echo quit | nvidia-cuda-mps-control
 cat "$OUT/summary.txt"

@@ -15,11 +15,9 @@ mkdir -p "$OUT" /tmp/pushbin
 ln -sf "$B/test_gpu_mp_push" /tmp/pushbin/test_gpu_mp
 BIN=/tmp/pushbin bash bench/scripts/processes.sh "$OUT/tests" tests > /dev/null 2>&1
 cat "$OUT/tests/summary.txt" > "$OUT/summary.txt"
-export CUDA_MODULE_LOADING=EAGER NCCL_NVLS_ENABLE=0 PATH=$PATH:/usr/local/nvidia/bin
-export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps_pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps_log
-mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
-nvidia-cuda-mps-control -d
-trap 'echo quit | nvidia-cuda-mps-control' EXIT
+. bench/scripts/common.sh
+export NCCL_NVLS_ENABLE=0
+start_mps
 ( time timeout 200 $B/test_gpu_mp_push --only 'mp fault: processes that disagree*' ) > "$OUT/test_disagree.log" 2>&1
 echo "disagree rc=$? $(grep -E '^\[doctest\] (test cases|assertions)' "$OUT/test_disagree.log" | tr '\n' ' ')" | tee -a "$OUT/summary.txt"
 ( time timeout 120 $B/test_gpu_mp_push --only 'mp: a pushed*' ) > "$OUT/test_stale.log" 2>&1

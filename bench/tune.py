@@ -309,7 +309,7 @@ def write_header(args, mode, chosen, source):
     if mode == "pcie":
         source += (". Swept with every rank a thread on one GPU, whose one PCIe link all of them share: the "
                    "rules hold for such worlds (.max_gpus = 1, .world = world_kind::threads); staged ranks on "
-                   "several GPUs, each with a link of its own, and processes take the classic algorithm")
+                   "several GPUs, each with a link of its own, and processes take the classic algorithm.")
     source = "\n".join(textwrap.wrap("Source: " + source, 97, initial_indent="// ", subsequent_indent="// "))
     includes = "".join(f"#include <collcomm/algo/{ALGO_HEADERS[a]}.hpp>\n" for a in sorted(algos))
     body = ",\n".join(lines)

@@ -10,6 +10,7 @@
 #include <collcomm/ops.hpp>
 #include <collcomm/tables/host_shm.hpp>
 #include <collcomm/tables/nvlink.hpp>
+#include <collcomm/tables/pcie_staged.hpp>
 #include <collcomm/transport/tags.hpp>
 
 #include <type_traits>
@@ -28,6 +29,10 @@ template <>
 struct default_table_for<transport::nvlink> {
   using type = tables::nvlink;
 };
+template <>
+struct default_table_for<transport::pcie_staged> {
+  using type = tables::pcie_staged;
+};
 
 namespace detail {
 // Whether every rule of a table names an arm that runs over Tr (f32, sum or none): a rule that
@@ -44,5 +49,7 @@ static_assert(detail::every_arm_runs<transport::host_shm>(tables::host_shm{}),
               "collcomm/tables/host_shm.hpp names an arm that cannot run over transport::host_shm");
 static_assert(detail::every_arm_runs<transport::nvlink>(tables::nvlink{}),
               "collcomm/tables/nvlink.hpp names an arm that cannot run over transport::nvlink");
+static_assert(detail::every_arm_runs<transport::pcie_staged>(tables::pcie_staged{}),
+              "collcomm/tables/pcie_staged.hpp names an arm that cannot run over transport::pcie_staged");
 
 COLLCOMM_NAMESPACE_END

@@ -1,7 +1,8 @@
 // transport::pcie on the GPU (label gpu): connections staged through pinned host memory
 // (gpu::placement::host), forced on the one GPU of the test machine so that every message goes
 // GPU -> host -> GPU over PCIe: where the connections lie, large slots and many channels, the ll
-// protocol, the host API through communicator<transport::pcie_staged> for every kind, and direct
+// protocol, the host API through communicator<transport::pcie_staged> for every kind, algo::automatic
+// over its table, and direct
 // algorithms through communicator<transport::pcie> on the P2P path. Every FIFO schedule staged:
 // test_gpu_pcie_reducing.cu, test_gpu_pcie_moving.cu, test_gpu_pcie_rooted.cu; faults over both
 // transports: test_gpu_fault.cu. Fresh random inputs each run (the seed is printed with every
@@ -14,6 +15,8 @@
 #include <collcomm/gpu.hpp>
 
 #include <memory>
+#include <set>
+#include <string>
 
 using namespace collcomm;
 using namespace collcomm_gpu_test;
@@ -100,6 +103,49 @@ TEST_CASE("communicator<transport::pcie_staged>: the host API over staged connec
         }
       }
     }
+  }
+}
+
+// algo::automatic over pcie_staged takes its table's arms (collcomm/tables/pcie_staged.hpp: ll,
+// tree and recursive doubling for small and mid sizes, ring above, slots capped to the world's):
+// every kind with a table, counts across the table's bounds, in and out of place.
+TEST_CASE("communicator<transport::pcie_staged>: algo::automatic, the table's arms, every kind") {
+  using staged = transport::pcie_staged;
+  for (int n : {2, 4, 8}) {
+    const gpu::options o = staged_options(4);
+    gpu::world w(n, {}, o);
+    world_facts f;
+    f.ranks = n;
+    f.ranks_per_gpu = n;
+    f.gpus = 1;
+    f.channels = o.channels;
+    f.slot_bytes = o.slot_bytes;
+    std::set<std::string> arms;
+    for (index_t count : {index_t{2}, index_t{1031}, index_t{5003}, index_t{40009}, index_t{300007}}) {
+      for (int place = 0; place < 2; ++place) {
+        const bool ip = place == 1;
+        INFO("n=", n, " count=", count, " in_place=", ip, " seed=", fresh_seed());
+        arms.insert(chosen_arm<kind::all_reduce, void, staged, op::sum, float>(f, count, ip));
+        arms.insert(chosen_arm<kind::broadcast, void, staged, op::none, float>(f, count, ip));
+        CHECK_EQ((run_api_case<kind::all_reduce, algo::automatic<>, float, op::sum, staged>(
+                     w, case_config{n, count, 0, ip}, op::sum{}, 3)),
+                 "");
+        CHECK_EQ((run_api_case<kind::reduce_scatter, algo::automatic<>, float, op::sum, staged>(
+                     w, case_config{n, count, 0, ip}, op::sum{}, 3)),
+                 "");
+        CHECK_EQ((run_api_case<kind::all_gather, algo::automatic<>, float, op::none, staged>(
+                     w, case_config{n, count, 0, ip}, op::none{}, 3)),
+                 "");
+        CHECK_EQ((run_api_case<kind::broadcast, algo::automatic<>, float, op::none, staged>(
+                     w, case_config{n, count, n - 1, ip}, op::none{}, 3)),
+                 "");
+        CHECK_EQ((run_api_case<kind::reduce, algo::automatic<>, float, op::sum, staged>(
+                     w, case_config{n, count, n - 1, ip}, op::sum{}, 3)),
+                 "");
+      }
+    }
+    INFO("n=", n);
+    CHECK_GE(arms.size(), 3u);  // the table, not ring alone
   }
 }
 

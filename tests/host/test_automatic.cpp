@@ -120,11 +120,31 @@ TEST_CASE("automatic: the arm a call takes") {
     // takes (the host's runs through the matrix below).
     static_assert(std::is_same_v<cc::default_table_for<cc::transport::host_shm>::type, cc::tables::host_shm>);
     static_assert(std::is_same_v<cc::default_table_for<cc::transport::nvlink>::type, cc::tables::nvlink>);
-    static_assert(std::is_same_v<cc::default_table_for<cc::transport::pcie_staged>::type, cc::rule_table<>>);
+    static_assert(std::is_same_v<cc::default_table_for<cc::transport::pcie_staged>::type, cc::tables::pcie_staged>);
     // tables.hpp asserts that every arm of a shipped table runs over its transport; the predicate:
     static_assert(cc::detail::every_arm_runs<cc::transport::host_shm>(probe_table{}));
     static_assert(!cc::detail::every_arm_runs<cc::transport::net<cc::transport::socket>>(probe_table{}));
-    CHECK(cc::chosen_arm<kind::all_reduce, void, cc::transport::pcie_staged, cc::op::sum, float>(t4, 2) ==
+    // pcie_staged's rules were swept with threads on one GPU sharing its link: processes, and
+    // ranks on GPUs of their own, take the classic ring; the table's worlds take its arms.
+    cc::world_facts one_gpu = t4;
+    one_gpu.gpus = 1;
+    one_gpu.ranks_per_gpu = 4;
+    cc::world_facts procs = one_gpu;
+    procs.processes = true;
+    cc::world_facts four_gpus = t4;
+    four_gpus.gpus = 4;
+    four_gpus.ranks_per_gpu = 1;
+    for (std::uint64_t count : {2ull, 5000ull, 1ull << 22}) {
+      CAPTURE(count);
+      CHECK(cc::chosen_arm<kind::all_reduce, void, cc::transport::pcie_staged, cc::op::sum, float>(procs, count) ==
+            "ring (simple)");
+      CHECK(cc::chosen_arm<kind::all_reduce, void, cc::transport::pcie_staged, cc::op::sum, float>(four_gpus, count) ==
+            "ring (simple)");
+      CHECK(cc::chosen_arm<kind::all_reduce, void, cc::transport::pcie_staged, cc::op::sum, float>(one_gpu, count) ==
+            cc::chosen_arm<kind::all_reduce, cc::tables::pcie_staged, cc::transport::pcie_staged, cc::op::sum, float>(
+                one_gpu, count));
+    }
+    CHECK(cc::chosen_arm<kind::all_reduce, void, cc::transport::pcie_staged, cc::op::sum, float>(one_gpu, 2) !=
           "ring (simple)");
     CHECK(cc::chosen_arm<kind::all_reduce, void, cc::transport::host_shm, cc::op::sum, float>(t4, 1000) ==
           cc::chosen_arm<kind::all_reduce, cc::tables::host_shm, cc::transport::host_shm, cc::op::sum, float>(t4, 1000));

@@ -130,22 +130,23 @@ struct ll128_fifo {
     }
   }
 
-  // Polls, in one warp, the lines at p[u] (u < unroll; null: none) whose flag lanes (lane % 8 == 7)
-  // await `flag`: every lane loads its part of them into (a, b) until the warp has seen every flag,
-  // and returns the values of that load. Bounded by the handle's timeout; gives up when the world's
+  // Polls, in one warp, the lines at p[u] (u < U) whose flag lanes (lane % 8 == 7) await `flag`
+  // where bit u of `live` is set: every lane loads its part of each line into (a, b) — all U loads
+  // unconditional, so they issue back to back; a lane whose line u is past the message points p[u]
+  // at a line it may read and leaves bit u clear — until the warp has seen every awaited flag, and
+  // returns the values of that load. Bounded by the handle's timeout; gives up when the world's
   // abort word or the block's abort flag is raised (warp-uniform).
-  __device__ static wait_result poll(const State& c, const std::uint64_t* const (&p)[unroll], std::uint64_t flag,
-                                     std::uint64_t (&a)[unroll], std::uint64_t (&b)[unroll]) {
+  template <int U>
+  __device__ static wait_result poll(const State& c, const std::uint64_t* const (&p)[U], unsigned live,
+                                     std::uint64_t flag, std::uint64_t (&a)[U], std::uint64_t (&b)[U]) {
     const bool flag_lane = (threadIdx.x & 7) == 7;
     std::uint64_t start = 0;
     for (unsigned i = 0;; ++i) {
+#pragma unroll
+      for (int u = 0; u < U; ++u) ll_load<scope>(p[u], a[u], b[u]);
       bool need = false;
 #pragma unroll
-      for (int u = 0; u < unroll; ++u)
-        if (p[u]) {
-          ll_load<scope>(p[u], a[u], b[u]);
-          need |= flag_lane && b[u] != flag;
-        }
+      for (int u = 0; u < U; ++u) need |= flag_lane && ((live >> u) & 1u) && b[u] != flag;
       if (!__any_sync(full, need)) break;
       if (i == 0) start = cuda::ptx::get_sreg_globaltimer();
       if ((i & 63u) == 63u) {
@@ -168,10 +169,9 @@ struct ll128_fifo {
     for (int k = 0; k < to.size; ++k)
       if (lane == 0 || lane == 7) ll_store<scope>(sl[k] + 2 * lane, lane == 0 ? word0 : 0, lane == 7 ? sflag[k] : 0);
     for (int k = 0; k < from.size; ++k) {
-      const std::uint64_t* p[unroll] = {};
-      if (lane < 8) p[0] = rl[k] + 2 * lane;
-      std::uint64_t a[unroll], b[unroll];
-      const wait_result r = poll(c, p, rflag[k], a, b);
+      const std::uint64_t* const p[1] = {rl[k] + 2 * (lane & 7)};
+      std::uint64_t a[1], b[1];
+      const wait_result r = poll(c, p, lane < 8 ? 1u : 0u, rflag[k], a, b);
       const int f = from.rank[k];
       if (r != wait_result::ok) {
         if (lane == 0) c.stall(f, c.recv_step[f], transport::stall_recv, r);
@@ -266,13 +266,15 @@ struct ll128_fifo {
       }
       for (int k = 0; k < nr; ++k) {
         const std::uint64_t* p[unroll];
+        unsigned live = 0;
 #pragma unroll
         for (int u = 0; u < unroll; ++u) {
           const index_t line = base + 4 * u + g;
-          p[u] = line < nlines ? rl[k] + line_words * (1 + line) + 2 * j : nullptr;
+          p[u] = rl[k] + line_words * (1 + (line < nlines ? line : nlines - 1)) + 2 * j;
+          live |= (line < nlines ? 1u : 0u) << u;
         }
         std::uint64_t a[unroll], b[unroll];
-        const wait_result r = poll(c, p, rflag[k], a, b);
+        const wait_result r = poll(c, p, live, rflag[k], a, b);
         if (r != wait_result::ok) {
           if (lane == 0) c.stall(from.rank[k], c.recv_step[from.rank[k]], transport::stall_recv, r);
           return;

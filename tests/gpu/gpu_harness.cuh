@@ -65,7 +65,12 @@ struct via_api {
   using coll_kind = K;
   template <class T, class Op>
   static void preload() {
-    gpu::preload_composition<K, Algo, T, Op, Tuning, Tr>();
+    if constexpr (is_automatic<Algo>)  // every arm of its table, and the classic algorithm
+      detail::for_each_arm<K, typename Algo::table, Tr, Op, T>([]<class A, class Tu>(std::type_identity<A>, std::type_identity<Tu>) {
+        gpu::preload_composition<K, A, T, Op, Tu, Tr>();
+      });
+    else
+      gpu::preload_composition<K, Algo, T, Op, Tuning, Tr>();
   }
   template <class T, class Op>
   static void call(gpu::world& w, int rank, const coll_args& a, const T* in, T* out, const Op& op, cudaStream_t s) {

@@ -4,11 +4,10 @@
 # bench/scripts/tune_pcie.sh, into OUT/pcie_v, returned as pcie_v.tgz); (2) direct barriers that
 # check the call before arriving (branch barrier-check-first: test_gpu_mp_bar): under MPS, the
 # disagreement fault case (a failed first call must leave its output untouched), then every kind
-# and algorithm across processes and the direct cases; (3) test_gpu_pcie (automatic over
-# pcie_staged's table among them) and test_gpu_ll128 of branch ll128-poll.
+# and algorithm across processes and the direct cases; (3) test_gpu_ll128 of branch ll128-poll.
 #   bash bench/results/floor_halves_ll128/run3.sh OUT
 # Binaries (.deps/bin, carried): collcomm_bench_pcie built with the table, test_gpu_mp_bar
-# (scripts/build_gpu_here.sh test_gpu_mp on barrier-check-first), test_gpu_pcie, test_gpu_ll128_poll.
+# (scripts/build_gpu_here.sh test_gpu_mp on barrier-check-first), test_gpu_ll128_poll.
 set -u
 OUT=${1:?usage: run3.sh OUT}
 B=.deps/bin
@@ -25,9 +24,6 @@ for what in 'mp fault: processes that disagree*' 'mp: every*,mp: a direct*'; do
   ( time timeout 180 $B/test_gpu_mp_bar --only "$what" ) > "$log" 2>&1
   echo "barrier-check-first '$what' rc=$? $(grep -E '^\[doctest\] (test cases|assertions)' "$log" | tr '\n' ' ')" | tee -a "$OUT/summary.txt"
 done
-t0=$SECONDS
-timeout 150 $B/test_gpu_pcie > "$OUT/test_gpu_pcie.txt" 2>&1
-echo "test_gpu_pcie rc=$? ($((SECONDS - t0)) s) $(grep -E '^\[doctest\] (test cases|assertions)' "$OUT/test_gpu_pcie.txt" | tr '\n' ' ')" | tee -a "$OUT/summary.txt"
 t0=$SECONDS
 timeout 60 $B/test_gpu_ll128_poll > "$OUT/test_gpu_ll128_poll.txt" 2>&1
 echo "test_gpu_ll128_poll rc=$? ($((SECONDS - t0)) s) $(grep -E '^\[doctest\] (test cases|assertions)' "$OUT/test_gpu_ll128_poll.txt" | tr '\n' ' ')" | tee -a "$OUT/summary.txt"

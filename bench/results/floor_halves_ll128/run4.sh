@@ -4,11 +4,12 @@
 # before arriving (branch barrier-check-first: bench_mp_bar) and without (collcomm_bench_mp of this
 # commit), in turn, twice. The probes: a kernel replayed from a graph and the least one-shot
 # all_reduce (graph_floor); launches made by each rank thread beside the grouped launch
-# (launch_calls: launch_each, events_shaped; 8 and 4 ranks, cooperative or not).
+# (launch_calls: launch_each, events_shaped; 8 and 4 ranks, cooperative or not). Then test_gpu_pcie
+# (automatic over pcie_staged's table among its cases).
 #   bash bench/results/floor_halves_ll128/run4.sh OUT
 # Binaries (.deps/bin, carried): bench_mp_bar and collcomm_bench_mp (scripts/build_gpu_here.sh
 # bench_mp, on the branch and here), graph_floor and launch_calls (nvcc -O3 -arch=sm_90
-# bench/probes/*.cu).
+# bench/probes/*.cu), test_gpu_pcie.
 set -u
 OUT=${1:?usage: run4.sh OUT}
 B=.deps/bin
@@ -39,4 +40,7 @@ for round in 1 2; do
   done
 done > "$OUT/latency_bar.txt" 2>&1
 echo "latency A/B: $(grep -c 'rc=0' "$OUT/latency_bar.txt") of 16 runs rc=0" | tee -a "$OUT/summary.txt"
+t0=$SECONDS
+timeout 150 $B/test_gpu_pcie > "$OUT/test_gpu_pcie.txt" 2>&1
+echo "test_gpu_pcie rc=$? ($((SECONDS - t0)) s) $(grep -E '^\[doctest\] (test cases|assertions)' "$OUT/test_gpu_pcie.txt" | tr '\n' ' ')" | tee -a "$OUT/summary.txt"
 cat "$OUT/summary.txt"

@@ -66,9 +66,10 @@ struct via_api {
   template <class T, class Op>
   static void preload() {
     if constexpr (is_automatic<Algo>)  // every arm of its table, and the classic algorithm
-      detail::for_each_arm<K, typename Algo::table, Tr, Op, T>([]<class A, class Tu>(std::type_identity<A>, std::type_identity<Tu>) {
-        gpu::preload_composition<K, A, T, Op, Tu, Tr>();
-      });
+      detail::for_each_arm<K, typename Algo::table, Tr, Op, T>(
+          []<class A, class Tu>(std::type_identity<A>, std::type_identity<Tu>) {
+            gpu::preload_composition<K, A, T, Op, Tu, Tr>();
+          });
     else
       gpu::preload_composition<K, Algo, T, Op, Tuning, Tr>();
   }

@@ -36,36 +36,41 @@ struct direct_family {
       c.h.buffers[c.channel * c.h.nranks + c.rank] = transport::buffer_pair{c.in, c.out};
   }
 
-  // Every rank's block of this channel arrives, then waits for all. The arrival counter only
-  // grows; the value our fetch_add returns says which barrier we joined (no rank can be a whole
-  // barrier ahead of another), so no per-rank generation is kept.
+  // Every rank's block of this channel checks the call, arrives, then waits for all. The arrival
+  // counter only grows; its value before we arrive says which barrier we join (we passed the last
+  // one, so it is at least that one's total, and no peer passes this one before we arrive), so no
+  // per-rank generation is kept. The call is checked before arriving: a rank making another call
+  // never arrives, so no peer passes the barrier to read its buffers and write a mixed output;
+  // its stall raises the world's abort word, which ends the peers' waits.
   __device__ static void barrier(State& c) {
     __syncthreads();
     if (threadIdx.x == 0 && !*c.aborted) {
       using ops = typename State::ops;
       const std::uint64_t n = static_cast<std::uint64_t>(c.h.nranks);
       std::uint64_t* word = &c.h.barrier[c.channel * c.h.barrier_stride];
-      ops::fence();  // publish our buffers and stores before arriving
-      const std::uint64_t old = ops::fetch_add(word, 1);
-      const std::uint64_t index = old / n + 1;
+      const std::uint64_t arrived = ops::load(word);
+      const std::uint64_t recorded = ops::load(word + 1);  // beside the first: one round trip for both
+      const std::uint64_t index = arrived / n + 1;
       std::uint32_t other = 0;
-      if (!same_call(word + 1, index, c.call, other)) {
+      if (!same_call(word + 1, recorded, index, c.call, other)) {
         c.stall_message(no_peer, index, other);
       } else {
+        ops::fence();  // publish our buffers and stores before arriving
+        ops::fetch_add(word, 1);
         const wait_result r = wait_at_least(word, index * n, c.h);
         if (r != wait_result::ok) c.stall(no_peer, index, transport::stall_barrier, r);
       }
     }
     __syncthreads();
   }
-  // The barrier line's second word holds (barrier index << 31 | call fingerprint) as recorded by
+  // The barrier line's second word w holds (barrier index << 31 | call fingerprint) as recorded by
   // the first rank to check barrier `index`: the ranks meeting there must be making the same call
-  // (gpu/launch.hpp, fingerprint_of), else `other` is the recorded call's fingerprint. A rank that
-  // finds a later barrier recorded (a peer already passed this one) has nothing to compare.
-  __device__ static bool same_call(std::uint64_t* w, std::uint64_t index, std::uint32_t call, std::uint32_t& other) {
+  // (gpu/launch.hpp, fingerprint_of), else `other` is the recorded call's fingerprint. v: a value of
+  // w loaded after passing the last barrier.
+  __device__ static bool same_call(std::uint64_t* w, std::uint64_t v, std::uint64_t index, std::uint32_t call,
+                                   std::uint32_t& other) {
     using ops = typename State::ops;
     const std::uint64_t mine = (index << 31) | (call & 0x7fffffffu);
-    std::uint64_t v = ops::load(w);
     while ((v >> 31) < index)
       if (ops::compare_exchange(w, v, mine)) return true;
     other = static_cast<std::uint32_t>(v & 0x7fffffffu);

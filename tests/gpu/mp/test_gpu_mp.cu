@@ -553,7 +553,8 @@ namespace {
 // elements to a direct all_reduce), then make an agreeing all_reduce:
 // each rank gets an error in the first or the second call (in comm.check()), an all_reduce that
 // passes its check returns the right sums, and a third call is refused (errc::aborted). The rank's
-// report holds its error (the test looks for "another call" in some rank's).
+// report holds its error (the test looks for "another call" in some rank's), and a reducing call
+// that failed left its output untouched.
 int scenario_disagree(bootstrap::tcp& boot, const std::string& what) {
   const int me = boot.rank(), n = boot.size();
   gpu::options o;
@@ -567,11 +568,12 @@ int scenario_disagree(bootstrap::tcp& boot, const std::string& what) {
   std::vector<float> h(count);
   for (index_t i = 0; i < count; ++i) h[i] = static_cast<float>(me + static_cast<int>(i % 7));
   CK(cudaMemcpy(in, h.data(), count * sizeof(float), cudaMemcpyHostToDevice));
+  CK(cudaMemset(out, 0x7F, count * sizeof(float)));
   int code = 0;
   {
     nvcomm comm(boot, 0, o);
     boot.barrier();
-    std::string err;
+    bool first = true;  // the error, if any, is the first call's
     try {
       if (what == "root")
         broadcast<algo::ring>(comm, in, out, count, me == 1 ? 1 : 0, s);
@@ -583,6 +585,7 @@ int scenario_disagree(bootstrap::tcp& boot, const std::string& what) {
         all_reduce<algo::ring>(comm, in, out, count, op::sum{}, s);
       CK(cudaStreamSynchronize(s));
       comm.check();
+      first = false;
       CK(cudaMemset(out, 0x7F, count * sizeof(float)));
       all_reduce<algo::ring>(comm, in, out, count, op::sum{}, s);
       CK(cudaStreamSynchronize(s));
@@ -598,6 +601,19 @@ int scenario_disagree(bootstrap::tcp& boot, const std::string& what) {
       code = 1;
     } catch (const error& e) {
       report("rank %d: %s", me, e.what());
+      // A failed reducing call leaves the output as it was: no rank passes a barrier or takes a
+      // message of another call. (A broadcast's root copies its input before any peer is heard.)
+      if (first && what != "root") {
+        std::vector<std::uint32_t> bits(count);
+        CK(cudaStreamSynchronize(s));
+        CK(cudaMemcpy(bits.data(), out, count * sizeof(float), cudaMemcpyDeviceToHost));
+        for (index_t i = 0; i < count; ++i)
+          if (bits[i] != 0x7F7F7F7Fu) {
+            report("rank %d: the failed call wrote its output at %lld", me, static_cast<long long>(i));
+            code = 1;
+            break;
+          }
+      }
     }
     try {
       all_reduce<algo::ring>(comm, in, out, count, op::sum{}, s);

@@ -554,7 +554,10 @@ namespace {
 // each rank gets an error in the first or the second call (in comm.check()), an all_reduce that
 // passes its check returns the right sums, and a third call is refused (errc::aborted). The rank's
 // report holds its error (the test looks for "another call" in some rank's), and a reducing call
-// that failed left its output untouched.
+// that failed left its output untouched: one_shot's direct barrier checks the call before any rank
+// arrives, and ring's simple messages are checked before a rank takes their data. (Protocols ll and
+// ll128 check a message's header beside the warps that move its lines, and two_shot across
+// processes copies its window into the output: those can still write before the error.)
 int scenario_disagree(bootstrap::tcp& boot, const std::string& what) {
   const int me = boot.rank(), n = boot.size();
   gpu::options o;
@@ -568,7 +571,8 @@ int scenario_disagree(bootstrap::tcp& boot, const std::string& what) {
   std::vector<float> h(count);
   for (index_t i = 0; i < count; ++i) h[i] = static_cast<float>(me + static_cast<int>(i % 7));
   CK(cudaMemcpy(in, h.data(), count * sizeof(float), cudaMemcpyHostToDevice));
-  CK(cudaMemset(out, 0x7F, count * sizeof(float)));
+  CK(cudaMemsetAsync(out, 0x7F, count * sizeof(float), s));  // s does not wait for the legacy stream
+  CK(cudaStreamSynchronize(s));
   int code = 0;
   {
     nvcomm comm(boot, 0, o);
@@ -586,7 +590,7 @@ int scenario_disagree(bootstrap::tcp& boot, const std::string& what) {
       CK(cudaStreamSynchronize(s));
       comm.check();
       first = false;
-      CK(cudaMemset(out, 0x7F, count * sizeof(float)));
+      CK(cudaMemsetAsync(out, 0x7F, count * sizeof(float), s));
       all_reduce<algo::ring>(comm, in, out, count, op::sum{}, s);
       CK(cudaStreamSynchronize(s));
       comm.check();

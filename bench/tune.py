@@ -507,10 +507,15 @@ def main():
     if args.reuse:
         meta = old.get("_meta", {})
     else:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], stdout=subprocess.PIPE, text=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], stdout=subprocess.PIPE,
-                               text=True).stdout.strip()
-        meta = {"commit": commit + (" with uncommitted changes" if dirty else ""), "date": str(datetime.date.today()),
+        # COLLCOMM_COMMIT: the commit the files are, where the copy's .git is older (bench/scripts/common.sh).
+        commit = os.environ.get("COLLCOMM_COMMIT", "")
+        if not commit:
+            commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], stdout=subprocess.PIPE,
+                                    text=True).stdout.strip()
+            if subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], stdout=subprocess.PIPE,
+                              text=True).stdout.strip():
+                commit += " with uncommitted changes"
+        meta = {"commit": commit, "date": str(datetime.date.today()),
                 "rounds": args.rounds, "max_bytes": args.max_bytes, "graph": args.graph}
         data["_meta"] = meta
         with open(sweep_path, "w") as f:

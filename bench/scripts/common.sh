@@ -18,12 +18,16 @@ start_mps() {
   nvidia-cuda-mps-control -d
 }
 
-# record_env OUT: the GPUs, the commit and the tree's uncommitted changes, into OUT/env.txt.
+# record_env OUT: the GPUs, the commit and the tree's uncommitted changes, into OUT/env.txt. A copy
+# of a working tree may carry an older .git than its files (the device machines' copies keep the
+# repository of the session's start): COLLCOMM_COMMIT, set by the caller, names the commit the
+# files are.
 record_env() {
   mkdir -p "$1"
   {
     nvidia-smi --format=csv \
       --query-gpu=name,driver_version,memory.total,clocks.max.sm,pcie.link.gen.current,pcie.link.width.current
+    [[ -n ${COLLCOMM_COMMIT:-} ]] && echo "files of commit $COLLCOMM_COMMIT (COLLCOMM_COMMIT)"
     git log -1 --format='commit %H %s'
     git status --short | head -20
   } > "$1/env.txt" 2>&1

@@ -20,7 +20,7 @@ start_mps() {
 
 # record_env OUT: the GPUs, the commit and the tree's uncommitted changes, into OUT/env.txt. A copy
 # of a working tree may carry an older .git than its files (the device machines' copies keep the
-# repository of the session's start): COLLCOMM_COMMIT, set by the caller, names the commit the
+# repository they were first given): COLLCOMM_COMMIT, set by the caller, names the commit the
 # files are.
 record_env() {
   mkdir -p "$1"

@@ -1,9 +1,9 @@
 // transport::pcie on the GPU (label gpu): connections staged through pinned host memory
 // (gpu::placement::host), forced on the one GPU of the test machine so that every message goes
 // GPU -> host -> GPU over PCIe: where the connections lie, large slots and many channels, the ll
-// protocol, the host API through communicator<transport::pcie_staged> for every kind, algo::automatic
-// over its table, and direct
-// algorithms through communicator<transport::pcie> on the P2P path. Every FIFO schedule staged:
+// protocol, the host API through communicator<transport::pcie_staged> for every kind and with
+// algo::automatic over its table, and direct algorithms through communicator<transport::pcie> on
+// the P2P path. Every FIFO schedule staged:
 // test_gpu_pcie_reducing.cu, test_gpu_pcie_moving.cu, test_gpu_pcie_rooted.cu; faults over both
 // transports: test_gpu_fault.cu. Fresh random inputs each run (the seed is printed with every
 // failure), outputs poisoned, every element checked against an exact reference.
@@ -112,14 +112,8 @@ TEST_CASE("communicator<transport::pcie_staged>: the host API over staged connec
 TEST_CASE("communicator<transport::pcie_staged>: algo::automatic, the table's arms, every kind") {
   using staged = transport::pcie_staged;
   for (int n : {2, 4, 8}) {
-    const gpu::options o = staged_options(4);
-    gpu::world w(n, {}, o);
-    world_facts f;
-    f.ranks = n;
-    f.ranks_per_gpu = n;
-    f.gpus = 1;
-    f.channels = o.channels;
-    f.slot_bytes = o.slot_bytes;
+    gpu::world w(n, {}, staged_options(4));
+    const world_facts f = communicator<staged>(w, 0).facts();  // what every rank's call chooses by
     std::set<std::string> arms;
     for (index_t count : {index_t{2}, index_t{1031}, index_t{5003}, index_t{40009}, index_t{300007}}) {
       for (int place = 0; place < 2; ++place) {

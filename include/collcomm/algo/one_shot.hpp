@@ -30,6 +30,11 @@ struct one_shot {
   // per channel: collective_kernel.cuh, stages_channel_range).
   template <class K>
   static constexpr bool peers_read_channel_range = true;
+  // Each rank reduces every peer's channel range once, and nothing else orders the call: across
+  // processes a small call may go as lines each rank pushes to its peers, with no barrier
+  // (kernels/collective_kernel.cuh, pushes_small_calls).
+  template <class K>
+  static constexpr bool pushable = true;
 
   COLLCOMM_EXEC_CHECK_DISABLE
   template <class P>

@@ -89,6 +89,12 @@ class block_primitives {
   __device__ void stage_input(char* window, std::size_t offset, range r) requires load_store {
     direct::stage_input(c_, window, offset, r);
   }
+  // Pushed calls across processes (direct_primitives.cuh).
+  __device__ void load_windows(char* window) requires load_store { direct::load_windows(c_, window); }
+  __device__ void pushed_all_reduce(std::uint64_t k, range r) requires load_store {
+    direct::pushed_all_reduce(c_, k, r);
+  }
+  __device__ void clean_push_area(char* window) requires load_store { direct::clean_push_area(c_, window); }
   __device__ void barrier() requires load_store { direct::barrier(c_); }
   __device__ void entry_barrier() requires load_store { direct::entry_barrier(c_); }
   __device__ void exit_barrier() requires load_store { direct::exit_barrier(c_); }

@@ -47,6 +47,17 @@ constexpr bool stages_channel_range() {
     return false;
 }
 
+// An algorithm whose call, for kind K, reduces every peer's channel range once, with nothing to
+// order but the inputs' arrival (one_shot all_reduce), can take small calls across processes as
+// pushed lines instead of staging and a barrier (direct_primitives.cuh, "pushed calls").
+template <class K, class Algo>
+constexpr bool pushes_small_calls() {
+  if constexpr (requires { Algo::template pushable<K>; })
+    return Algo::template pushable<K>;
+  else
+    return false;
+}
+
 template <class Handle, class T, class Op>
 struct kernel_params {
   Handle h;
@@ -103,11 +114,16 @@ COLLCOMM_KERNEL void __launch_bounds__(Tuning::threads)
   coll_args a = mine.args;
   a.channel = channel;
   a.nchannels = static_cast<int>(gridDim.x);
+  bool wraps = false;  // this call's staged count k has k + 1 = 0 mod 2^32 (clean_push_area)
   if constexpr (stages_channel_range<K, Algo>()) {
     if (p.stage) {  // the schedule's entry barrier publishes these stores (bar.sync, then a fence)
       // Which half of the window's two staging halves: this channel's count of staged calls, the
       // same on every rank (every rank makes the same calls); p.stage is the window's start.
       __shared__ std::size_t half_at;
+      __shared__ std::uint64_t staged_k;
+      constexpr bool pushes = pushes_small_calls<K, Algo>() && sizeof(T) <= 8 && 8 % sizeof(T) == 0;
+      const bool push = pushes && a.count * sizeof(T) <= transport::push_max_bytes;  // the same on every rank
+      if (push) prims.load_windows(static_cast<char*>(p.stage));
       if (threadIdx.x == 0) {
         const std::uint64_t k = p.h.staged_calls[channel];
         p.h.staged_calls[channel] = k + 1;
@@ -117,13 +133,23 @@ COLLCOMM_KERNEL void __launch_bounds__(Tuning::threads)
         if (channel == 0)
           for (int c = static_cast<int>(gridDim.x); c < p.h.nchannels; ++c) p.h.staged_calls[c] = k + 1;
         half_at = static_cast<std::size_t>(2 + (k & 1)) * p.h.window_bytes;
+        staged_k = k;
       }
       __syncthreads();
+      const std::uint64_t k = staged_k;
+      wraps = static_cast<std::uint32_t>(k + 1) == 0;
+      if constexpr (pushes)
+        if (push && !wraps) {
+          prims.pushed_all_reduce(k, channel_range(a.count, channel, a.nchannels, prims.align_elems()));
+          return;
+        }
       prims.stage_input(static_cast<char*>(p.stage), half_at,
                         channel_range(a.count, channel, a.nchannels, prims.align_elems()));
     }
   }
   Algo::run(K{}, prims, a);
+  if constexpr (stages_channel_range<K, Algo>())
+    if (wraps && channel == 0) prims.clean_push_area(static_cast<char*>(p.stage));
 
   if constexpr (!direct) {
     __syncthreads();

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <collcomm/kernels/channel.cuh>
+#include <collcomm/kernels/ll_fifo.cuh>
 #include <collcomm/kernels/reduce_copy.cuh>
 
 #include <cstddef>
@@ -87,8 +88,10 @@ struct direct_family {
       barrier(c);
   }
   // Across processes, a call that staged its input in the kernel needs no exit barrier: a rank
-  // overwrites a staging half only two staged calls later, after its entry barrier of the call
-  // between, which every peer reaches only when done reading that half.
+  // overwrites a staging half only two staged calls later (pushed calls count: they advance the
+  // same count), after the call between, which it ends only once every peer is done reading that
+  // half — a staged call passes an entry barrier that peers reach after it, a pushed call takes
+  // every peer's lines, which a peer stores only in a later kernel than its reads.
   __device__ static void exit_barrier(State& c) {
     if (c.launch || c.peer_in_offset)
       __syncthreads();
@@ -103,6 +106,150 @@ struct direct_family {
     c.peer_in_offset = offset;
     rc::run(c.op, c.h.nranks, nullptr, 0, c.in + r.begin, false, reinterpret_cast<T*>(window + offset) + r.begin,
             nullptr, 0, r.size, false);
+  }
+
+  // ---- pushed calls (worlds of processes; transport/device_handle.hpp, push_max_bytes) ---------
+  //
+  // A one_shot all_reduce of at most push_max_bytes of input per rank meets at no barrier. Call k
+  // of the channel (its staged-call count, the same on every rank) has flag f = (k + 1) mod 2^32
+  // and uses part k & 1 of every rank's push area. Each rank stores its channel range as ll lines
+  // (ll_fifo.cuh: 8 bytes of input per 16-byte line, each half flagged, (data, f) (data, ~f)) into
+  // its region of every peer's part, at the line of the range's byte offset, and a header line on
+  // the channel's slot, (call, f) (range size, ~f). Then it polls its own part: every peer's header
+  // (a call or a size other than its own is reported as another call, stall_call / stall_size) and
+  // lines, reduces them in rank order (its own input for itself) into shared memory, and writes its
+  // output only once every header agreed — a failed call leaves the output untouched.
+  //
+  // Two parts suffice: a rank stores into part k & 1 of a peer's area again at call k + 2, after it
+  // has ended call k + 1, which takes every peer's lines or passes a barrier every peer reaches
+  // only in a kernel after its reads of call k. A line never shows its reader a stale f: lines of
+  // a part carry flags of calls of one parity, so a line left unwritten since call k - 2^32 is the
+  // one hazard; the call whose flag would be 0 is never pushed, and it zeroes every push area
+  // between two barriers (clean_push_area), so that no line older than it carries a flag again.
+
+  static constexpr bool pushable = sizeof(T) <= 8 && 8 % sizeof(T) == 0;
+  static constexpr int epl = pushable ? static_cast<int>(8 / sizeof(T)) : 1;  // elements per line
+  union push_line {
+    std::uint64_t u;
+    std::uint32_t w[2];
+    T t[epl];
+    __device__ push_line() {}
+  };
+
+  // Before a __syncthreads: every rank's window (peers' from the buffer table, where a world of
+  // processes keeps their windows; this rank's own, `window`) into peer_ptrs. Thread t loads rank
+  // t - 1's, so that thread 0's own load (the staged-call count) goes out beside them.
+  __device__ static void load_windows(State& c, char* window) {
+    for (int r = static_cast<int>(threadIdx.x) - 1; r < c.h.nranks; r += blockDim.x)
+      if (r >= 0) c.peer_ptrs[r] = r == c.rank ? window : c.h.buffers[c.channel * c.h.nranks + r].in;
+  }
+  // Region `from` of part `k & 1` of rank `at`'s push area (windows in peer_ptrs: load_windows).
+  __device__ static std::uint64_t* push_region(const State& c, int at, int from, std::uint64_t k) {
+    const std::size_t region = transport::push_region_bytes(c.h.nchannels);
+    char* area = static_cast<char*>(const_cast<void*>(c.peer_ptrs[at])) + 4 * c.h.window_bytes;
+    return reinterpret_cast<std::uint64_t*>(area + ((k & 1) * c.h.nranks + from) * region);
+  }
+  // This rank's line j of range r (elements past the range are zero).
+  __device__ static push_line own_line(const State& c, range r, index_t j) {
+    push_line v;
+    v.u = 0;
+#pragma unroll
+    for (int e = 0; e < epl; ++e)
+      if (j * epl + e < r.size) v.t[e] = c.in[r.begin + j * epl + e];
+    return v;
+  }
+
+  __device__ static void pushed_all_reduce(State& c, std::uint64_t k, range r) {
+    static_assert(pushable, "collcomm: pushed calls carry elements of 1, 2, 4 or 8 bytes");
+    using scope = typename State::handle_type::scope;
+    if (*c.aborted || r.size == 0) return;  // r.size: the same on every rank that makes this call
+    const int n = c.h.nranks, me = c.rank;
+    const std::uint32_t f = static_cast<std::uint32_t>(k + 1);
+    const index_t lines = div_up(r.size * static_cast<index_t>(sizeof(T)), 8);
+    const index_t first = r.begin * static_cast<index_t>(sizeof(T)) / 8;  // ranges start on 8-byte multiples
+    const index_t header = 2 * c.channel, data = 2 * (c.h.nchannels + first);  // in 8-byte words of a region
+
+    for (index_t j = threadIdx.x; j < lines; j += blockDim.x) {
+      const push_line v = own_line(c, r, j);
+      const std::uint64_t lo = ll_lo(v.w[0], f), hi = ll_hi(v.w[1], f);
+      for (int i = 1; i < n; ++i) {
+        const int q = me + i < n ? me + i : me + i - n;
+        ll_store<scope>(push_region(c, q, me, k) + data + 2 * j, lo, hi);
+      }
+    }
+    for (int q = threadIdx.x; q < n; q += blockDim.x)
+      if (q != me)
+        ll_store<scope>(push_region(c, q, me, k) + header, ll_lo(c.call & 0x7fffffffu, f),
+                        ll_hi(static_cast<std::uint32_t>(r.size), f));
+
+    for (int q = threadIdx.x; q < n; q += blockDim.x) {
+      if (q == me) continue;
+      const std::uint64_t* line = push_region(c, me, q, k) + header;
+      std::uint64_t a, b;
+      ll_load<scope>(line, a, b);
+      const wait_result w = ll_poll(c, line, f, a, b);
+      if (w != wait_result::ok) {
+        if (!c.block_aborted()) c.stall(q, k, transport::stall_recv, w);
+      } else if (static_cast<std::uint32_t>(a) != (c.call & 0x7fffffffu) ||
+                 static_cast<std::uint32_t>(b) != static_cast<std::uint32_t>(r.size)) {
+        c.stall_message(q, k, static_cast<std::uint32_t>(a));
+      }
+    }
+
+    // Each thread reduces its lines: up to 8 peers' lines loaded at once, then awaited, in rank order.
+    __shared__ std::uint64_t reduced[transport::push_max_bytes / 8];
+    constexpr int B = 8;
+    for (index_t j = threadIdx.x; j < lines; j += blockDim.x) {
+      const push_line own = own_line(c, r, j);
+      acc_t acc[epl];
+      for (int q0 = 0; q0 < n; q0 += B) {
+        std::uint64_t a[B], b[B];
+#pragma unroll
+        for (int i = 0; i < B; ++i)
+          if (q0 + i < n && q0 + i != me) ll_load<scope>(push_region(c, me, q0 + i, k) + data + 2 * j, a[i], b[i]);
+#pragma unroll
+        for (int i = 0; i < B; ++i) {
+          const int q = q0 + i;
+          if (q >= n) break;
+          push_line v = own;
+          if (q != me) {
+            const wait_result w = ll_poll(c, push_region(c, me, q, k) + data + 2 * j, f, a[i], b[i]);
+            if (w != wait_result::ok) {
+              if (!c.block_aborted()) c.stall(q, k, transport::stall_recv, w);
+              break;
+            }
+            v.w[0] = static_cast<std::uint32_t>(a[i]);
+            v.w[1] = static_cast<std::uint32_t>(b[i]);
+          }
+#pragma unroll
+          for (int e = 0; e < epl; ++e) {
+            const acc_t x = c.load_acc(v.t[e], true);
+            acc[e] = q == 0 ? x : static_cast<acc_t>(c.op(acc[e], x));
+          }
+        }
+        if (c.block_aborted()) break;
+      }
+      if (c.block_aborted()) break;
+      push_line out;
+#pragma unroll
+      for (int e = 0; e < epl; ++e) out.t[e] = from_accum<T>(apply_post(c.op, acc[e], n));
+      reduced[j] = out.u;
+    }
+    __syncthreads();
+    if (*c.aborted) return;
+    const T* res = reinterpret_cast<const T*>(reduced);
+    for (index_t i = threadIdx.x; i < r.size; i += blockDim.x) c.out[r.begin + i] = res[i];
+  }
+
+  // The call whose flag would be 0 (pushed_all_reduce): between two barriers of the channel, when
+  // no peer stores into it, this rank zeroes its whole push area.
+  __device__ static void clean_push_area(State& c, char* window) {
+    barrier(c);
+    if (*c.aborted) return;
+    uint4* area = reinterpret_cast<uint4*>(window + 4 * c.h.window_bytes);
+    const std::size_t vecs = transport::push_area_bytes(c.h.nranks, c.h.nchannels) / sizeof(uint4);
+    for (std::size_t i = threadIdx.x; i < vecs; i += blockDim.x) area[i] = make_uint4(0, 0, 0, 0);
+    barrier(c);
   }
 
   // Every rank's buffer `b` for this channel, into shared memory: read once per call, not per element.

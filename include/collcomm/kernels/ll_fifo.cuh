@@ -92,6 +92,24 @@ __device__ inline std::uint64_t ll_hi(std::uint32_t data, std::uint32_t flag) {
 // Never a word that simple stores (size_word, channel.cuh: bit 63 set).
 __device__ inline std::uint64_t ll_mark(std::uint64_t m) { return (std::uint64_t{0x4C4C} << 48) | (m >> 30); }
 
+// Polls one line until both its flags are `flag`; (a, b) hold a first load already. Bounded by the
+// handle's timeout; gives up when the world's abort word or the block's abort flag is raised.
+template <class State>
+__device__ wait_result ll_poll(const State& c, const std::uint64_t* line, std::uint32_t flag, std::uint64_t& a,
+                               std::uint64_t& b) {
+  using scope = typename State::handle_type::scope;
+  if (ll_arrived(a, b, flag)) return wait_result::ok;
+  const std::uint64_t start = cuda::ptx::get_sreg_globaltimer();
+  for (unsigned i = 1;; ++i) {
+    ll_load<scope>(line, a, b);
+    if (ll_arrived(a, b, flag)) return wait_result::ok;
+    if ((i & 255u) == 0) {
+      if (c.block_aborted() || world_aborted(c.h.abort)) return wait_result::aborted;
+      if (cuda::ptx::get_sreg_globaltimer() - start > c.h.timeout_ns) return wait_result::timeout;
+    }
+  }
+}
+
 template <class State>
 struct ll_fifo {
   using T = typename State::value_type;
@@ -192,20 +210,9 @@ struct ll_fifo {
     return reinterpret_cast<std::uint64_t*>(c.slot_bytes(src, dst, msg));
   }
 
-  // Polls one line until both its flags are `flag`; (a, b) hold a first load already. Bounded by the
-  // handle's timeout; gives up when the world's abort word or the block's abort flag is raised.
   __device__ static wait_result poll(const State& c, const std::uint64_t* line, std::uint32_t flag, std::uint64_t& a,
                                      std::uint64_t& b) {
-    if (ll_arrived(a, b, flag)) return wait_result::ok;
-    const std::uint64_t start = cuda::ptx::get_sreg_globaltimer();
-    for (unsigned i = 1;; ++i) {
-      ll_load<scope>(line, a, b);
-      if (ll_arrived(a, b, flag)) return wait_result::ok;
-      if ((i & 255u) == 0) {
-        if (c.block_aborted() || world_aborted(c.h.abort)) return wait_result::aborted;
-        if (cuda::ptx::get_sreg_globaltimer() - start > c.h.timeout_ns) return wait_result::timeout;
-      }
-    }
+    return ll_poll(c, line, flag, a, b);
   }
 
   // Thread 0: waits (bounded) until every send slot is free, and returns which of them must be

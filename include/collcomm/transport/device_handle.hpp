@@ -103,6 +103,21 @@ struct handle_fields {
   }
 };
 
+// Pushed calls (worlds of processes over IPC windows): a one_shot all_reduce of at most
+// push_max_bytes of input per rank skips the barriers — each rank stores its input, as ll lines
+// flagged with the call (kernels/direct_primitives.cuh, "pushed calls"), into every peer's push
+// area, and reduces what its peers stored into its own. A rank's push area follows its window's
+// 4 x window_bytes: two parts (the staged call count's parity), each of nranks regions (by sender)
+// of push_region_bytes: a 16-byte header line per channel of the world, then the lines, two bytes
+// of line per byte of input.
+inline constexpr std::size_t push_max_bytes = 8192;
+COLLCOMM_HD constexpr std::size_t push_region_bytes(int nchannels) {
+  return 16 * static_cast<std::size_t>(nchannels) + 2 * push_max_bytes;
+}
+COLLCOMM_HD constexpr std::size_t push_area_bytes(int nranks, int nchannels) {
+  return 2 * static_cast<std::size_t>(nranks) * push_region_bytes(nchannels);
+}
+
 template <class Scope, bool LoadStore>
 struct device_handle : handle_fields {
   using scope = Scope;

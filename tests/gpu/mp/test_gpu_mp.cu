@@ -436,6 +436,69 @@ int scenario_mixed(bootstrap::tcp& boot) {
   return failures == 0 ? 0 : 1;
 }
 
+// Pushed calls (one_shot all_reduce of at most transport::push_max_bytes per rank across
+// processes: no barrier, flagged lines in each peer's push area) across the wrap of their 32-bit
+// flags. Two calls leave lines flagged 1 and 2 in both parts of every push area; every channel's
+// staged-call count is then set to 2^32 - 3 on every rank, so that the calls after the one whose
+// flag would be 0 are flagged 1 and 2 again. Before each call rank 0 waits 300 ms: its peers poll
+// their areas for its lines long before it stores them, and would take the old lines of the first
+// two calls (other inputs) if the wrap had not cleaned them. Every output is poisoned, checked
+// element by element against the exact reference.
+int scenario_pushed_wrap(bootstrap::tcp& boot) {
+  const int me = boot.rank(), n = boot.size();
+  gpu::options o;
+  o.timeout = 20s;
+  nvcomm comm(boot, 0, o);
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  gpu::preload_composition<kind::all_reduce, algo::one_shot, float, op::sum, tuning<>, transport::nvlink>();
+  const index_t count = 1031;  // 4124 bytes: pushed
+  if (count * sizeof(float) > transport::push_max_bytes) throw std::runtime_error("the count is not a pushed call's");
+  const case_config cfg{n, count, 0, false};
+  std::uint64_t seed = env_u64("COLLCOMM_TEST_SEED");
+  int failures = 0;
+  auto call = [&](const char* what) {
+    seed = next_seed(seed);
+    std::mt19937_64 g(seed);
+    std::vector<std::vector<float>> x(static_cast<std::size_t>(n), std::vector<float>(count));
+    for (int r = 0; r < n; ++r)
+      for (index_t i = 0; i < count; ++i) x[r][i] = random_value<float, op::sum>(g, n, r, i);
+    const auto expect = reference<kind::all_reduce>(x, cfg, op::sum{})[me];
+    call_buffers<float> b(layout_of<kind::all_reduce>(cfg, me));
+    b.prepare(x[me]);
+    CK(cudaDeviceSynchronize());
+    boot.barrier();
+    if (me == 0) std::this_thread::sleep_for(300ms);
+    std::string err;
+    try {
+      all_reduce<algo::one_shot>(comm, b.input(), b.output(), count, op::sum{}, s);
+      CK(cudaStreamSynchronize(s));
+      comm.check();
+    } catch (const std::exception& e) {
+      err = e.what();
+    }
+    if (err.empty()) err = b.check(expect, what);
+    if (!err.empty()) {
+      ++failures;
+      report("FAIL pushed wrap n=%d: %s: %s", n, what, err.c_str());
+    }
+    boot.barrier();
+  };
+  call("flag 1");
+  call("flag 2");
+  const gpu::world& w = comm.gpu_world();
+  const std::vector<std::uint64_t> near(static_cast<std::size_t>(w.opts().channels), (std::uint64_t{1} << 32) - 3);
+  CK(cudaMemcpy(w.fields(me).staged_calls, near.data(), near.size() * sizeof(std::uint64_t), cudaMemcpyHostToDevice));
+  call("flag 2^32 - 2");
+  call("flag 2^32 - 1");
+  call("the call whose flag would be 0 (staged; cleans the push areas)");
+  call("flag 1 after the wrap");
+  call("flag 2 after the wrap");
+  report("rank %d of %d: 7 pushed calls across the wrap of their flags, %d failed", me, n, failures);
+  cudaStreamDestroy(s);
+  return failures == 0 ? 0 : 1;
+}
+
 // A direct call larger than the window is refused, naming 'count' and the rank.
 int scenario_window(bootstrap::tcp& boot) {
   gpu::options o;
@@ -583,6 +646,14 @@ int scenario_disagree(bootstrap::tcp& boot, const std::string& what) {
         broadcast<algo::ring>(comm, in, out, count, me == 1 ? 1 : 0, s);
       else if (what == "one_shot")
         all_reduce<algo::one_shot>(comm, in, out, me == 1 ? count - 8 : count, op::sum{}, s);
+      else if (what == "pushed")  // calls of at most transport::push_max_bytes: pushed, no barrier
+        all_reduce<algo::one_shot>(comm, in, out, me == 1 ? 992 : 1000, op::sum{}, s);
+      else if (what == "pushed_op" && me == 1)
+        all_reduce<algo::one_shot>(comm, in, out, 1000, op::max{}, s);
+      else if (what == "pushed_op")
+        all_reduce<algo::one_shot>(comm, in, out, 1000, op::sum{}, s);
+      else if (what == "pushed_staged")  // rank 1 pushes, its peers stage and wait at a barrier
+        all_reduce<algo::one_shot>(comm, in, out, me == 1 ? 1000 : count, op::sum{}, s);
       else if (me == 1)
         all_reduce<algo::ring>(comm, in, out, count, op::max{}, s);
       else
@@ -909,6 +980,14 @@ int child_main(const std::string& scenario) {
       code = scenario_disagree(boot, "op");
     else if (scenario == "disagree_one_shot")
       code = scenario_disagree(boot, "one_shot");
+    else if (scenario == "disagree_pushed")
+      code = scenario_disagree(boot, "pushed");
+    else if (scenario == "disagree_pushed_op")
+      code = scenario_disagree(boot, "pushed_op");
+    else if (scenario == "disagree_pushed_staged")
+      code = scenario_disagree(boot, "pushed_staged");
+    else if (scenario == "pushed_wrap")
+      code = scenario_pushed_wrap(boot);
     else if (scenario == "kill")
       code = scenario_kill<nvcomm>(boot, gpu::options{});
     else if (scenario == "split")
@@ -1030,13 +1109,30 @@ TEST_CASE("mp fault: abort") {
 }
 
 TEST_CASE("mp fault: processes that disagree about a call get an error naming it, never another call's data") {
-  for (const char* what : {"disagree_root", "disagree_op", "disagree_one_shot"}) {
+  for (const char* what : {"disagree_root", "disagree_op", "disagree_one_shot", "disagree_pushed", "disagree_pushed_op"}) {
     const auto shm0 = collcomm_shm();
     const auto j = run_ranks(3, what, 1, 90s);
     expect_all(j, what);
     bool named = false;
     for (const auto& r : j.reports) named = named || r.find("another call") != std::string::npos;
     CHECK(named);
+    CHECK(collcomm_shm() == shm0);
+  }
+}
+
+// A rank whose one_shot is small enough to push while its peers' is not: no rank hears the other's
+// call (the peers wait at a barrier, it for their lines), so the error is the stall that the
+// timeout ends, on every rank, with every output untouched.
+TEST_CASE("mp fault: a pushed call among staged ones ends in an error, outputs untouched") {
+  const auto shm0 = collcomm_shm();
+  expect_all(run_ranks(3, "disagree_pushed_staged", 1, 90s), "disagree_pushed_staged");
+  CHECK(collcomm_shm() == shm0);
+}
+
+TEST_CASE("mp: pushed calls across the wrap of their flags, a rank late, N = 2, 3, 8 processes") {
+  for (int n : {2, 3, 8}) {
+    const auto shm0 = collcomm_shm();
+    expect_all(run_ranks(n, "pushed_wrap", fresh("pushed_wrap"), 120s), ("pushed_wrap n=" + std::to_string(n)).c_str());
     CHECK(collcomm_shm() == shm0);
   }
 }

@@ -1,0 +1,182 @@
+// bench/probes/mps_floor.cu — what N processes on one GPU pay per kernel replayed from a CUDA graph
+// when they run at once (under MPS), with nothing of collcomm: the floor under a world of
+// processes' small calls from a graph (bench/RESULTS.md, "Processes: the floor").
+//
+//   mps_floor N [mode=empty|meet] [calls=200] [reps=9]
+//
+// N processes (forked before any CUDA call) each capture `calls` launches of a one-block kernel of
+// 512 threads into a graph on a stream of their own, replay it once untimed, then `reps` times
+// between two CUDA events, every replay started by all processes together (a spin barrier in
+// shared host memory). Printed per process: µs per launch, the median and the range of reps.
+//   empty  the kernel does nothing
+//   meet   the kernel meets every process's kernel of the same call: thread 0 adds 1 to a counter
+//          in process 0's memory (CUDA IPC) and spins until it reaches N x (calls so far) — the
+//          least a per-call meeting of processes costs (one atomic, one poll); every launch checked
+#include <cuda/atomic>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define CK(x)                                                                              \
+  do {                                                                                     \
+    cudaError_t e_ = (x);                                                                  \
+    if (e_ != cudaSuccess) {                                                               \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::_Exit(1);                                                                       \
+    }                                                                                      \
+  } while (0)
+
+namespace {
+
+constexpr int max_procs = 64;
+
+// Shared by the processes (an anonymous shared mapping made before fork).
+struct page {
+  std::atomic<int> arrived;
+  cudaIpcMemHandle_t counter;
+  double median[max_procs], lo[max_procs], hi[max_procs];
+  unsigned long long wrong[max_procs];
+};
+
+// Every process arrives; returns once all `n` have arrived `round` times (gives up after 60 s).
+void meet_host(page* p, int n, int round) {
+  p->arrived.fetch_add(1);
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (p->arrived.load() < n * round)
+    if (std::chrono::steady_clock::now() > end) std::_Exit(2);
+}
+
+__global__ void empty_kernel() {}
+
+// Thread 0: call k of this process (its own count) arrives at the shared counter and waits for
+// all n. `bad` counts launches that saw the counter past what this call can reach.
+__global__ void meet_kernel(unsigned long long* counter, unsigned long long* calls, unsigned long long* bad, int n) {
+  if (threadIdx.x != 0) return;
+  const unsigned long long k = *calls;
+  *calls = k + 1;
+  cuda::atomic_ref<unsigned long long, cuda::thread_scope_device> c(*counter);
+  const unsigned long long before = c.fetch_add(1, cuda::std::memory_order_relaxed);
+  if (before >= (k + 1) * n) ++*bad;
+  while (c.load(cuda::std::memory_order_relaxed) < (k + 1) * n) {
+  }
+}
+
+void run_process(page* p, int me, int n, bool meet, int calls, int reps) {
+  CK(cudaSetDevice(0));
+  CK(cudaFree(nullptr));
+  unsigned long long *counter = nullptr, *mine = nullptr;
+  int round = 0;
+  if (meet) {
+    if (me == 0) {
+      CK(cudaMalloc(&counter, sizeof(unsigned long long)));
+      CK(cudaMemset(counter, 0, sizeof(unsigned long long)));
+      CK(cudaIpcGetMemHandle(&p->counter, counter));
+    }
+    meet_host(p, n, ++round);
+    if (me != 0)
+      CK(cudaIpcOpenMemHandle(reinterpret_cast<void**>(&counter), p->counter, cudaIpcMemLazyEnablePeerAccess));
+    CK(cudaMalloc(&mine, 2 * sizeof(unsigned long long)));
+    CK(cudaMemset(mine, 0, 2 * sizeof(unsigned long long)));
+  }
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < calls; ++i) {
+    if (meet)
+      meet_kernel<<<1, 512, 0, s>>>(counter, mine, mine + 1, n);
+    else
+      empty_kernel<<<1, 512, 0, s>>>();
+  }
+  CK(cudaStreamEndCapture(s, &g));
+  CK(cudaGraphInstantiate(&ge, g, 0));
+  CK(cudaDeviceSynchronize());
+  meet_host(p, n, ++round);
+  CK(cudaGraphLaunch(ge, s));  // untimed
+  CK(cudaStreamSynchronize(s));
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  std::vector<double> us;
+  for (int r = 0; r < reps; ++r) {
+    meet_host(p, n, ++round);
+    CK(cudaEventRecord(a, s));
+    CK(cudaGraphLaunch(ge, s));
+    CK(cudaEventRecord(b, s));
+    CK(cudaEventSynchronize(b));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, a, b));
+    us.push_back(1000.0 * ms / calls);
+  }
+  std::sort(us.begin(), us.end());
+  p->median[me] = us[us.size() / 2];
+  p->lo[me] = us.front();
+  p->hi[me] = us.back();
+  p->wrong[me] = 0;
+  if (meet) {
+    unsigned long long h[2];
+    CK(cudaMemcpy(h, mine, sizeof h, cudaMemcpyDeviceToHost));
+    p->wrong[me] = h[1] + (h[0] != static_cast<unsigned long long>(calls) * (reps + 1) ? 1 : 0);
+  }
+  meet_host(p, n, ++round);  // no process unmaps the counter while a peer's kernel may poll it
+  if (meet && me != 0) CK(cudaIpcCloseMemHandle(counter));
+  meet_host(p, n, ++round);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int n = argc > 1 ? std::atoi(argv[1]) : 2;
+  const std::string mode = argc > 2 ? argv[2] : "empty";
+  const int calls = argc > 3 ? std::atoi(argv[3]) : 200;
+  const int reps = argc > 4 ? std::atoi(argv[4]) : 9;
+  if (n < 1 || n > max_procs || calls < 1 || reps < 1 || (mode != "empty" && mode != "meet")) {
+    std::fprintf(stderr, "usage: mps_floor N(1..%d) [empty|meet] [calls] [reps]\n", max_procs);
+    return 2;
+  }
+  void* m = mmap(nullptr, sizeof(page), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return 2;
+  page* p = new (m) page{};
+  std::vector<pid_t> kids;
+  for (int i = 0; i < n; ++i) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      run_process(p, i, n, mode == "meet", calls, reps);
+      std::_Exit(0);
+    }
+    kids.push_back(pid);
+  }
+  int bad = 0;
+  for (pid_t k : kids) {
+    int st = 0;
+    waitpid(k, &st, 0);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+      bad = 1;
+    }
+  }
+  std::printf("mps_floor n=%d mode=%s calls=%d reps=%d:", n, mode.c_str(), calls, reps);
+  if (bad) {
+    std::printf(" a process failed\n");
+    return 1;
+  }
+  unsigned long long wrong = 0;
+  for (int i = 0; i < n; ++i) {
+    std::printf(" [%d] %.2f (%.2f-%.2f)", i, p->median[i], p->lo[i], p->hi[i]);
+    wrong += p->wrong[i];
+  }
+  std::printf(" us per launch; wrong %llu\n", wrong);
+  return wrong == 0 ? 0 : 1;
+}

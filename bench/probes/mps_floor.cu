@@ -2,12 +2,13 @@
 // when they run at once (under MPS), with nothing of collcomm: the floor under a world of
 // processes' small calls from a graph (bench/RESULTS.md, "Processes: the floor").
 //
-//   mps_floor N [mode=empty|meet] [calls=200] [reps=9]
+//   mps_floor N [mode=empty|meet] [calls=200] [reps=9] [launch=graph|stream]
 //
 // N processes (forked before any CUDA call) each capture `calls` launches of a one-block kernel of
 // 512 threads into a graph on a stream of their own, replay it once untimed, then `reps` times
 // between two CUDA events, every replay started by all processes together (a spin barrier in
-// shared host memory). Printed per process: µs per launch, the median and the range of reps.
+// shared host memory); with `stream`, the `calls` launches themselves are timed the same way,
+// stream-launched. Printed per process: µs per launch, the median and the range of reps.
 //   empty  the kernel does nothing
 //   meet   the kernel meets every process's kernel of the same call: thread 0 adds 1 to a counter
 //          in process 0's memory (CUDA IPC) and spins until it reaches N x (calls so far) — the
@@ -73,7 +74,7 @@ __global__ void meet_kernel(unsigned long long* counter, unsigned long long* cal
   }
 }
 
-void run_process(page* p, int me, int n, bool meet, int calls, int reps) {
+void run_process(page* p, int me, int n, bool meet, int calls, int reps, bool graph) {
   CK(cudaSetDevice(0));
   CK(cudaFree(nullptr));
   unsigned long long *counter = nullptr, *mine = nullptr;
@@ -94,13 +95,16 @@ void run_process(page* p, int me, int n, bool meet, int calls, int reps) {
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   cudaGraph_t g;
   cudaGraphExec_t ge;
+  auto launch_all = [&] {
+    for (int i = 0; i < calls; ++i) {
+      if (meet)
+        meet_kernel<<<1, 512, 0, s>>>(counter, mine, mine + 1, n);
+      else
+        empty_kernel<<<1, 512, 0, s>>>();
+    }
+  };
   CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < calls; ++i) {
-    if (meet)
-      meet_kernel<<<1, 512, 0, s>>>(counter, mine, mine + 1, n);
-    else
-      empty_kernel<<<1, 512, 0, s>>>();
-  }
+  launch_all();
   CK(cudaStreamEndCapture(s, &g));
   CK(cudaGraphInstantiate(&ge, g, 0));
   CK(cudaDeviceSynchronize());
@@ -114,7 +118,10 @@ void run_process(page* p, int me, int n, bool meet, int calls, int reps) {
   for (int r = 0; r < reps; ++r) {
     meet_host(p, n, ++round);
     CK(cudaEventRecord(a, s));
-    CK(cudaGraphLaunch(ge, s));
+    if (graph)
+      CK(cudaGraphLaunch(ge, s));
+    else
+      launch_all();
     CK(cudaEventRecord(b, s));
     CK(cudaEventSynchronize(b));
     float ms = 0;
@@ -143,8 +150,10 @@ int main(int argc, char** argv) {
   const std::string mode = argc > 2 ? argv[2] : "empty";
   const int calls = argc > 3 ? std::atoi(argv[3]) : 200;
   const int reps = argc > 4 ? std::atoi(argv[4]) : 9;
-  if (n < 1 || n > max_procs || calls < 1 || reps < 1 || (mode != "empty" && mode != "meet")) {
-    std::fprintf(stderr, "usage: mps_floor N(1..%d) [empty|meet] [calls] [reps]\n", max_procs);
+  const std::string launch = argc > 5 ? argv[5] : "graph";
+  if (n < 1 || n > max_procs || calls < 1 || reps < 1 || (mode != "empty" && mode != "meet") ||
+      (launch != "graph" && launch != "stream")) {
+    std::fprintf(stderr, "usage: mps_floor N(1..%d) [empty|meet] [calls] [reps] [graph|stream]\n", max_procs);
     return 2;
   }
   void* m = mmap(nullptr, sizeof(page), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -154,7 +163,7 @@ int main(int argc, char** argv) {
   for (int i = 0; i < n; ++i) {
     const pid_t pid = fork();
     if (pid == 0) {
-      run_process(p, i, n, mode == "meet", calls, reps);
+      run_process(p, i, n, mode == "meet", calls, reps, launch == "graph");
       std::_Exit(0);
     }
     kids.push_back(pid);
@@ -167,7 +176,7 @@ int main(int argc, char** argv) {
       bad = 1;
     }
   }
-  std::printf("mps_floor n=%d mode=%s calls=%d reps=%d:", n, mode.c_str(), calls, reps);
+  std::printf("mps_floor n=%d mode=%s launch=%s calls=%d reps=%d:", n, mode.c_str(), launch.c_str(), calls, reps);
   if (bad) {
     std::printf(" a process failed\n");
     return 1;

@@ -122,9 +122,7 @@ COLLCOMM_KERNEL void __launch_bounds__(Tuning::threads)
       __shared__ std::size_t half_at;
       __shared__ std::uint64_t staged_k;
       constexpr bool pushes = pushes_small_calls<K, Algo>() && sizeof(T) <= 8 && 8 % sizeof(T) == 0;
-      // The same on every rank; two lines of 8 bytes per thread (direct_family::push_lines_per_thread).
-      const bool push = pushes && a.count * sizeof(T) <= transport::push_max_bytes &&
-                        a.count * sizeof(T) <= std::size_t{16} * Tuning::threads;
+      const bool push = pushes && a.count * sizeof(T) <= transport::push_max_bytes;  // the same on every rank
       if (push) prims.load_windows(static_cast<char*>(p.stage));
       if (threadIdx.x == 0) {
         const std::uint64_t k = p.h.staged_calls[channel];

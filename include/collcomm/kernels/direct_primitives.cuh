@@ -128,8 +128,6 @@ struct direct_family {
   // between two barriers (clean_push_area), so that no line older than it carries a flag again.
 
   static constexpr bool pushable = sizeof(T) <= 8 && 8 % sizeof(T) == 0;
-  // A pushed call's lines per thread: calls of at most 16 x threads bytes (collective_kernel.cuh).
-  static constexpr int push_lines_per_thread = 2;
   static constexpr int epl = pushable ? static_cast<int>(8 / sizeof(T)) : 1;  // elements per line
   union push_line {
     std::uint64_t u;
@@ -161,106 +159,123 @@ struct direct_family {
     return v;
   }
 
+  // A poll that the first load did not end, out of line: the waits' code stays out of the path a
+  // call takes when its peers' lines are there (each launch of a kernel fetches the code it runs).
+  struct polled {
+    std::uint64_t a, b;
+    wait_result r;
+  };
+  __device__ __noinline__ static polled poll_line(const State& c, const std::uint64_t* line, std::uint32_t f) {
+    polled p{0, 0, wait_result::ok};
+    using scope = typename State::handle_type::scope;
+    ll_load<scope>(line, p.a, p.b);
+    p.r = ll_poll(c, line, f, p.a, p.b);
+    return p;
+  }
+  // Peer q's header: another call, or another size of the range, is reported (stall_call,
+  // stall_size) and no output is written. (a, b): a first load of it.
+  __device__ __noinline__ static void check_header(State& c, int q, std::uint64_t k, const std::uint64_t* line,
+                                                   std::uint64_t a, std::uint64_t b, std::uint32_t size) {
+    const std::uint32_t f = static_cast<std::uint32_t>(k + 1);
+    const wait_result w = ll_poll(c, line, f, a, b);
+    if (w != wait_result::ok) {
+      if (!c.block_aborted()) c.stall(q, k, transport::stall_recv, w);
+    } else if (static_cast<std::uint32_t>(a) != (c.call & 0x7fffffffu) || static_cast<std::uint32_t>(b) != size) {
+      c.stall_message(q, k, static_cast<std::uint32_t>(a));
+    }
+  }
+
   __device__ static void pushed_all_reduce(State& c, std::uint64_t k, range r) {
     static_assert(pushable, "collcomm: pushed calls carry elements of 1, 2, 4 or 8 bytes");
     using scope = typename State::handle_type::scope;
     if (*c.aborted || r.size == 0) return;  // r.size: the same on every rank that makes this call
     const int n = c.h.nranks, me = c.rank;
-    const std::uint32_t f = static_cast<std::uint32_t>(k + 1);
+    const std::uint32_t f = static_cast<std::uint32_t>(k + 1), size = static_cast<std::uint32_t>(r.size);
     const index_t lines = div_up(r.size * static_cast<index_t>(sizeof(T)), 8);
     const index_t first = r.begin * static_cast<index_t>(sizeof(T)) / 8;  // ranges start on 8-byte multiples
     const index_t header = 2 * c.channel, data = 2 * (c.h.nchannels + first);  // in 8-byte words of a region
 
-    // This thread's lines (at most push_lines_per_thread: calls of at most 16 x threads bytes).
-    constexpr int U = push_lines_per_thread, B = 8;
-    index_t j[U];
-    push_line own[U];
-    acc_t acc[U][epl];
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      j[u] = threadIdx.x + u * static_cast<index_t>(blockDim.x);
-      if (j[u] < lines) own[u] = own_line(c, r, j[u]);
+#pragma unroll 1
+    for (index_t j = threadIdx.x; j < lines; j += blockDim.x) {
+      const push_line v = own_line(c, r, j);
+      const std::uint64_t lo = ll_lo(v.w[0], f), hi = ll_hi(v.w[1], f);
+#pragma unroll 1
+      for (int i = 1; i < n; ++i) {
+        const int q = me + i < n ? me + i : me + i - n;
+        ll_store<scope>(push_region(c, q, me, k) + data + 2 * j, lo, hi);
+      }
     }
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-      if (j[u] < lines) {
-        const std::uint64_t lo = ll_lo(own[u].w[0], f), hi = ll_hi(own[u].w[1], f);
-        for (int i = 1; i < n; ++i) {
-          const int q = me + i < n ? me + i : me + i - n;
-          ll_store<scope>(push_region(c, q, me, k) + data + 2 * j[u], lo, hi);
-        }
-      }
+#pragma unroll 1
     for (int q = threadIdx.x; q < n; q += blockDim.x)
-      if (q != me)
-        ll_store<scope>(push_region(c, q, me, k) + header, ll_lo(c.call & 0x7fffffffu, f),
-                        ll_hi(static_cast<std::uint32_t>(r.size), f));
+      if (q != me) ll_store<scope>(push_region(c, q, me, k) + header, ll_lo(c.call & 0x7fffffffu, f), ll_hi(size, f));
 
-    // Thread q checks peer q's header: another call, or another size of the range, is reported (no
-    // output is written). Its first load goes out beside the first lines' loads.
-    auto check_header = [&](int q, std::uint64_t a, std::uint64_t b) {
-      const wait_result w = ll_poll(c, push_region(c, me, q, k) + header, f, a, b);
-      if (w != wait_result::ok) {
-        if (!c.block_aborted()) c.stall(q, k, transport::stall_recv, w);
-      } else if (static_cast<std::uint32_t>(a) != (c.call & 0x7fffffffu) ||
-                 static_cast<std::uint32_t>(b) != static_cast<std::uint32_t>(r.size)) {
-        c.stall_message(q, k, static_cast<std::uint32_t>(a));
-      }
-    };
+    // Thread q checks peer q's header; its first load goes out beside its first lines' loads.
     const int hq = static_cast<int>(threadIdx.x);
     std::uint64_t ha = 0, hb = 0;
     if (hq < n && hq != me) ll_load<scope>(push_region(c, me, hq, k) + header, ha, hb);
+    bool header_checked = !(hq < n && hq != me);
 
-    // Each thread reduces its lines: every peer's loaded at once, B peers at a time, awaited and
-    // reduced in rank order, held in registers until every header agreed.
-    for (int q0 = 0; q0 < n && !c.block_aborted(); q0 += B) {
-      std::uint64_t a[U][B], b[U][B];
-#pragma unroll
-      for (int u = 0; u < U; ++u)
+    // Each thread reduces its lines, B peers' loaded at once, awaited and reduced in rank order,
+    // into shared memory; the output is written once every header agreed.
+    __shared__ std::uint64_t reduced[transport::push_max_bytes / 8];
+    constexpr int B = 8;
+#pragma unroll 1
+    for (index_t j = threadIdx.x; j < lines && !c.block_aborted(); j += blockDim.x) {
+      const push_line own = own_line(c, r, j);
+      acc_t acc[epl];
+#pragma unroll 1
+      for (int q0 = 0; q0 < n; q0 += B) {
+        std::uint64_t a[B], b[B];
 #pragma unroll
         for (int i = 0; i < B; ++i)
-          if (j[u] < lines && q0 + i < n && q0 + i != me)
-            ll_load<scope>(push_region(c, me, q0 + i, k) + data + 2 * j[u], a[u][i], b[u][i]);
-      if (q0 == 0) {
-        if (hq < n && hq != me) check_header(hq, ha, hb);
-        for (int q = hq + static_cast<int>(blockDim.x); q < n; q += blockDim.x) {
-          ll_load<scope>(push_region(c, me, q, k) + header, ha, hb);
-          check_header(q, ha, hb);
+          if (q0 + i < n && q0 + i != me) ll_load<scope>(push_region(c, me, q0 + i, k) + data + 2 * j, a[i], b[i]);
+        if (!header_checked) {
+          check_header(c, hq, k, push_region(c, me, hq, k) + header, ha, hb, size);
+          header_checked = true;
         }
-      }
 #pragma unroll
-      for (int i = 0; i < B; ++i) {
-        const int q = q0 + i;
-        if (q >= n) break;
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-          if (j[u] >= lines) continue;
-          push_line v = own[u];
+        for (int i = 0; i < B; ++i) {
+          const int q = q0 + i;
+          if (q >= n) break;
+          push_line v = own;
           if (q != me) {
-            const wait_result w = ll_poll(c, push_region(c, me, q, k) + data + 2 * j[u], f, a[u][i], b[u][i]);
-            if (w != wait_result::ok) {
-              if (!c.block_aborted()) c.stall(q, k, transport::stall_recv, w);
-              break;
+            if (!ll_arrived(a[i], b[i], f)) {
+              const polled p = poll_line(c, push_region(c, me, q, k) + data + 2 * j, f);
+              if (p.r != wait_result::ok) {
+                if (!c.block_aborted()) c.stall(q, k, transport::stall_recv, p.r);
+                break;
+              }
+              a[i] = p.a;
+              b[i] = p.b;
             }
-            v.w[0] = static_cast<std::uint32_t>(a[u][i]);
-            v.w[1] = static_cast<std::uint32_t>(b[u][i]);
+            v.w[0] = static_cast<std::uint32_t>(a[i]);
+            v.w[1] = static_cast<std::uint32_t>(b[i]);
           }
 #pragma unroll
           for (int e = 0; e < epl; ++e) {
             const acc_t x = c.load_acc(v.t[e], true);
-            acc[u][e] = q == 0 ? x : static_cast<acc_t>(c.op(acc[u][e], x));
+            acc[e] = q == 0 ? x : static_cast<acc_t>(c.op(acc[e], x));
           }
         }
         if (c.block_aborted()) break;
       }
+      push_line out;
+#pragma unroll
+      for (int e = 0; e < epl; ++e) out.t[e] = from_accum<T>(apply_post(c.op, acc[e], n));
+      reduced[j] = out.u;
+    }
+    if (!header_checked) check_header(c, hq, k, push_region(c, me, hq, k) + header, ha, hb, size);
+#pragma unroll 1
+    for (int q = hq + static_cast<int>(blockDim.x); q < n; q += blockDim.x) {
+      std::uint64_t a2, b2;
+      ll_load<scope>(push_region(c, me, q, k) + header, a2, b2);
+      check_header(c, q, k, push_region(c, me, q, k) + header, a2, b2, size);
     }
     __syncthreads();
     if (*c.aborted) return;
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-      if (j[u] < lines)
-#pragma unroll
-        for (int e = 0; e < epl; ++e)
-          if (j[u] * epl + e < r.size) c.out[r.begin + j[u] * epl + e] = from_accum<T>(apply_post(c.op, acc[u][e], n));
+    const T* res = reinterpret_cast<const T*>(reduced);
+#pragma unroll 1
+    for (index_t i = threadIdx.x; i < r.size; i += blockDim.x) c.out[r.begin + i] = res[i];
   }
 
   // The call whose flag would be 0 (pushed_all_reduce): between two barriers of the channel, when

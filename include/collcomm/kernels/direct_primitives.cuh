@@ -159,19 +159,38 @@ struct direct_family {
     return v;
   }
 
-  // A poll that the first load did not end, out of line: the waits' code stays out of the path a
-  // call takes when its peers' lines are there (each launch of a kernel fetches the code it runs).
-  struct polled {
-    std::uint64_t a, b;
-    wait_result r;
-  };
-  __device__ __noinline__ static polled poll_line(const State& c, const std::uint64_t* line, std::uint32_t f) {
-    polled p{0, 0, wait_result::ok};
+  // Polls the lines of peers q0 + i (bit i of `pending`) together until each carries flag k + 1;
+  // line0 is peer 0's line (regions are push_region_bytes apart). False: stalled or aborted.
+  template <int B>
+  __device__ static bool wait_lines(State& c, std::uint64_t k, int q0, unsigned pending, std::uint64_t (&a)[B],
+                                    std::uint64_t (&b)[B], const std::uint64_t* line0) {
     using scope = typename State::handle_type::scope;
-    ll_load<scope>(line, p.a, p.b);
-    p.r = ll_poll(c, line, f, p.a, p.b);
-    return p;
+    const std::uint32_t f = static_cast<std::uint32_t>(k + 1);
+    const std::size_t stride = transport::push_region_bytes(c.h.nchannels) / 8;
+    const std::uint64_t start = cuda::ptx::get_sreg_globaltimer();
+    for (unsigned spin = 1; pending; ++spin) {
+#pragma unroll
+      for (int i = 0; i < B; ++i)
+        if (pending & (1u << i)) ll_load<scope>(line0 + (q0 + i) * stride, a[i], b[i]);
+#pragma unroll
+      for (int i = 0; i < B; ++i)
+        if ((pending & (1u << i)) && ll_arrived(a[i], b[i], f)) pending &= ~(1u << i);
+      if (pending && (spin & 255u) == 0) {
+        const int q = q0 + __ffs(static_cast<int>(pending)) - 1;
+        wait_result w = wait_result::ok;
+        if (c.block_aborted() || world_aborted(c.h.abort))
+          w = wait_result::aborted;
+        else if (cuda::ptx::get_sreg_globaltimer() - start > c.h.timeout_ns)
+          w = wait_result::timeout;
+        if (w != wait_result::ok) {
+          if (!c.block_aborted()) c.stall(q, k, transport::stall_recv, w);
+          return false;
+        }
+      }
+    }
+    return true;
   }
+
   // Peer q's header: another call, or another size of the range, is reported (stall_call,
   // stall_size) and no output is written. (a, b): a first load of it.
   __device__ __noinline__ static void check_header(State& c, int q, std::uint64_t k, const std::uint64_t* line,
@@ -233,21 +252,19 @@ struct direct_family {
           check_header(c, hq, k, push_region(c, me, hq, k) + header, ha, hb, size);
           header_checked = true;
         }
+        // The lines not there yet are loaded again together, until all are: one round trip after
+        // the last peer's store, not one per peer.
+        unsigned pending = 0;
+#pragma unroll
+        for (int i = 0; i < B; ++i)
+          if (q0 + i < n && q0 + i != me && !ll_arrived(a[i], b[i], f)) pending |= 1u << i;
+        if (pending && !wait_lines(c, k, q0, pending, a, b, push_region(c, me, 0, k) + data + 2 * j)) break;
 #pragma unroll
         for (int i = 0; i < B; ++i) {
           const int q = q0 + i;
           if (q >= n) break;
           push_line v = own;
           if (q != me) {
-            if (!ll_arrived(a[i], b[i], f)) {
-              const polled p = poll_line(c, push_region(c, me, q, k) + data + 2 * j, f);
-              if (p.r != wait_result::ok) {
-                if (!c.block_aborted()) c.stall(q, k, transport::stall_recv, p.r);
-                break;
-              }
-              a[i] = p.a;
-              b[i] = p.b;
-            }
             v.w[0] = static_cast<std::uint32_t>(a[i]);
             v.w[1] = static_cast<std::uint32_t>(b[i]);
           }

@@ -121,8 +121,8 @@ COLLCOMM_KERNEL void __launch_bounds__(Tuning::threads)
       // same on every rank (every rank makes the same calls); p.stage is the window's start.
       __shared__ std::size_t half_at;
       __shared__ std::uint64_t staged_k;
-      constexpr bool pushes = pushes_small_calls<K, Algo>() && sizeof(T) <= 8 && 8 % sizeof(T) == 0;
-      const bool push = pushes && a.count * sizeof(T) <= transport::push_max_bytes;  // the same on every rank
+      constexpr bool can_push = pushes_small_calls<K, Algo>() && sizeof(T) <= 8 && 8 % sizeof(T) == 0;
+      const bool push = can_push && transport::pushes(a.count * sizeof(T), p.h.nranks);  // the same on every rank
       if (push) prims.load_windows(static_cast<char*>(p.stage));
       if (threadIdx.x == 0) {
         const std::uint64_t k = p.h.staged_calls[channel];
@@ -138,7 +138,7 @@ COLLCOMM_KERNEL void __launch_bounds__(Tuning::threads)
       __syncthreads();
       const std::uint64_t k = staged_k;
       wraps = static_cast<std::uint32_t>(k + 1) == 0;
-      if constexpr (pushes)
+      if constexpr (can_push)
         if (push && !wraps) {
           prims.pushed_all_reduce(k, channel_range(a.count, channel, a.nchannels, prims.align_elems()));
           return;

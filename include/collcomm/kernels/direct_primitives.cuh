@@ -108,11 +108,11 @@ struct direct_family {
             nullptr, 0, r.size, false);
   }
 
-  // ---- pushed calls (worlds of processes; transport/device_handle.hpp, push_max_bytes) ---------
+  // ---- pushed calls (worlds of processes; transport/device_handle.hpp, pushes) -----------------
   //
-  // A one_shot all_reduce of at most push_max_bytes of input per rank meets at no barrier. Call k
-  // of the channel (its staged-call count, the same on every rank) has flag f = (k + 1) mod 2^32
-  // and uses part k & 1 of every rank's push area. Each rank stores its channel range as ll lines
+  // A small one_shot all_reduce (transport::pushes) meets at no barrier. Call k of the channel
+  // (its staged-call count, the same on every rank) has flag f = (k + 1) mod 2^32 and uses part
+  // k & 1 of every rank's push area. Each rank stores its channel range as ll lines
   // (ll_fifo.cuh: 8 bytes of input per 16-byte line, each half flagged, (data, f) (data, ~f)) into
   // its region of every peer's part, at the line of the range's byte offset, and a header line on
   // the channel's slot, (call, f) (range size, ~f). Then it polls its own part: every peer's header

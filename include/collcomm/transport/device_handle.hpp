@@ -103,14 +103,22 @@ struct handle_fields {
   }
 };
 
-// Pushed calls (worlds of processes over IPC windows): a one_shot all_reduce of at most
-// push_max_bytes of input per rank skips the barriers — each rank stores its input, as ll lines
-// flagged with the call (kernels/direct_primitives.cuh, "pushed calls"), into every peer's push
-// area, and reduces what its peers stored into its own. A rank's push area follows its window's
-// 4 x window_bytes: two parts (the staged call count's parity), each of nranks regions (by sender)
-// of push_region_bytes: a 16-byte header line per channel of the world, then the lines, two bytes
-// of line per byte of input.
-inline constexpr std::size_t push_max_bytes = 8192;
+// Pushed calls (worlds of processes over IPC windows): a small one_shot all_reduce (pushes) skips
+// the barriers — each rank stores its input, as ll lines flagged with the call
+// (kernels/direct_primitives.cuh, "pushed calls"), into every peer's push area, and reduces what
+// its peers stored into its own. A rank's push area follows its window's 4 x window_bytes: two
+// parts (the staged call count's parity), each of nranks regions (by sender) of push_region_bytes:
+// a 16-byte header line per channel of the world, then the lines, two bytes of line per byte of
+// input.
+inline constexpr std::size_t push_max_bytes = 4096;
+// Whether a call of `bytes` of input per rank among `nranks` goes pushed: at most push_max_bytes,
+// and at most 16 KiB pushed to all peers together (2 x that in lines). Measured on one H100, 2, 4
+// and 8 processes (bench/RESULTS.md): pushed calls were 3-12 % faster than staged ones within these
+// bounds and slower past them, where the lines' doubled bytes and the waits of a thread's second
+// line outweigh the barrier.
+COLLCOMM_HD constexpr bool pushes(std::size_t bytes, int nranks) {
+  return bytes <= push_max_bytes && bytes * static_cast<std::size_t>(nranks - 1) <= 16384;
+}
 COLLCOMM_HD constexpr std::size_t push_region_bytes(int nchannels) {
   return 16 * static_cast<std::size_t>(nchannels) + 2 * push_max_bytes;
 }

@@ -436,7 +436,7 @@ int scenario_mixed(bootstrap::tcp& boot) {
   return failures == 0 ? 0 : 1;
 }
 
-// Pushed calls (one_shot all_reduce of at most transport::push_max_bytes per rank across
+// Pushed calls (small one_shot all_reduce, transport::pushes, across
 // processes: no barrier, flagged lines in each peer's push area) across the wrap of their 32-bit
 // flags. Two calls leave lines flagged 1 and 2 in the two parts of every push area; every
 // channel's staged-call count is then set to 2^32 - 1 on every rank: that call's flag would be 0,
@@ -453,8 +453,8 @@ int scenario_pushed_wrap(bootstrap::tcp& boot) {
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   gpu::preload_composition<kind::all_reduce, algo::one_shot, float, op::sum, tuning<>, transport::nvlink>();
-  const index_t count = 1031;  // 4124 bytes: pushed
-  if (count * sizeof(float) > transport::push_max_bytes) throw std::runtime_error("the count is not a pushed call's");
+  const index_t count = 515;  // 2060 bytes: pushed among up to 8 processes
+  if (!transport::pushes(count * sizeof(float), n)) throw std::runtime_error("the count is not a pushed call's");
   const case_config cfg{n, count, 0, false};
   std::uint64_t seed = env_u64("COLLCOMM_TEST_SEED");
   int failures = 0;
@@ -645,7 +645,7 @@ int scenario_disagree(bootstrap::tcp& boot, const std::string& what) {
         broadcast<algo::ring>(comm, in, out, count, me == 1 ? 1 : 0, s);
       else if (what == "one_shot")
         all_reduce<algo::one_shot>(comm, in, out, me == 1 ? count - 8 : count, op::sum{}, s);
-      else if (what == "pushed")  // calls of at most transport::push_max_bytes: pushed, no barrier
+      else if (what == "pushed")  // small calls (transport::pushes, 3 ranks): pushed, no barrier
         all_reduce<algo::one_shot>(comm, in, out, me == 1 ? 992 : 1000, op::sum{}, s);
       else if (what == "pushed_op" && me == 1)
         all_reduce<algo::one_shot>(comm, in, out, 1000, op::max{}, s);

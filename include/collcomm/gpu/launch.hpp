@@ -76,8 +76,9 @@ launch_shape shape_of(const world& w, const char* what, int rank) {
   return s;
 }
 
-// Enqueues one grid of (channels x p.nlocal) blocks of the composition's kernel on `stream`.
-template <class K, class Algo, class Tuning, class Handle, class T, class Op>
+// Enqueues one grid of (channels x p.nlocal) blocks of the composition's kernel (its pushed one:
+// kernels::pushes_small_calls) on `stream`.
+template <class K, class Algo, class Tuning, bool Pushed = false, class Handle, class T, class Op>
 cudaError_t enqueue_kernel(const world& w, const kernels::kernel_params<Handle, T, Op>& p, int channels,
                            bool cooperative, cudaStream_t stream) {
   cudaLaunchConfig_t cfg{};
@@ -90,7 +91,7 @@ cudaError_t enqueue_kernel(const world& w, const kernels::kernel_params<Handle, 
   attr[0].val.cooperative = 1;
   cfg.attrs = attr;
   cfg.numAttrs = cooperative ? 1 : 0;
-  return cudaLaunchKernelEx(&cfg, &kernels::collective_kernel<K, Algo, T, Op, Tuning, Handle>, p);
+  return cudaLaunchKernelEx(&cfg, &kernels::collective_kernel<K, Algo, T, Op, Tuning, Handle, Pushed>, p);
 }
 
 // Co-residency: every channel of every rank sharing this GPU must be resident at once. Cached per
@@ -249,6 +250,10 @@ void preload_kernel() {
   detail::cuda_check(
       cudaFuncGetAttributes(&attr, &kernels::collective_kernel<K, Algo, T, Op, kernel_tuning<Tuning>, Handle>),
       "gpu::preload");
+  if constexpr (kernels::pushes_small_calls<K, Algo, T>())
+    detail::cuda_check(
+        cudaFuncGetAttributes(&attr, &kernels::collective_kernel<K, Algo, T, Op, kernel_tuning<Tuning>, Handle, true>),
+        "gpu::preload");
 }
 
 // Enqueues rank `rank`'s part of collective K on `stream`, its kernels taking device handle
@@ -287,7 +292,14 @@ void launch_on(world& w, int rank, coll_args a, const T* in, T* out, Op op, cuda
     p.nlocal = 1;
     p.stage = stage;
     p.rank[0] = mine;
-    detail::cuda_check(launch_detail::enqueue_kernel<K, Algo, KT>(w, p, channels, false, stream), K::name, rank);
+    // Small one_shot calls across processes go pushed (kernels/direct_primitives.cuh, "pushed
+    // calls"): every rank decides alike, from the call.
+    bool pushed = false;
+    if constexpr (kernels::pushes_small_calls<K, Algo, T>())
+      pushed = stage && transport::pushes(a.count * sizeof(T), w.size());
+    detail::cuda_check(pushed ? launch_detail::enqueue_kernel<K, Algo, KT, true>(w, p, channels, false, stream)
+                              : launch_detail::enqueue_kernel<K, Algo, KT>(w, p, channels, false, stream),
+                       K::name, rank);
     w.record_launch(rank, mine.call, call);
     return;
   }

@@ -49,11 +49,13 @@ constexpr bool stages_channel_range() {
 
 // An algorithm whose call, for kind K, reduces every peer's channel range once, with nothing to
 // order but the inputs' arrival (one_shot all_reduce), can take small calls across processes as
-// pushed lines instead of staging and a barrier (direct_primitives.cuh, "pushed calls").
-template <class K, class Algo>
+// pushed lines instead of staging and a barrier (direct_primitives.cuh, "pushed calls"), in
+// elements a line's 8 bytes hold whole. Such calls (transport::pushes) run a kernel of their own,
+// collective_kernel<..., true>: the staged kernel carries none of the pushed path's code.
+template <class K, class Algo, class T>
 constexpr bool pushes_small_calls() {
   if constexpr (requires { Algo::template pushable<K>; })
-    return Algo::template pushable<K>;
+    return Algo::template pushable<K> && sizeof(T) <= 8 && 8 % sizeof(T) == 0;
   else
     return false;
 }
@@ -77,10 +79,11 @@ constexpr std::size_t kernel_smem_bytes(int nranks) {
 // functor in an anonymous namespace) draws nvcc's #1407; the kernel is then internal anyway.
 #pragma nv_diagnostic push
 #pragma nv_diag_suppress 1407
-template <class K, class Algo, class T, class Op, class Tuning, class Handle>
+template <class K, class Algo, class T, class Op, class Tuning, class Handle, bool Pushed = false>
 COLLCOMM_KERNEL void __launch_bounds__(Tuning::threads)
     collective_kernel(const __grid_constant__ kernel_params<Handle, T, Op> p) {
   constexpr bool direct = Algo::needs_direct;
+  static_assert(!Pushed || pushes_small_calls<K, Algo, T>(), "collcomm: a pushed kernel of a composition that pushes");
   static_assert(!direct || Handle::load_store,
                 "collcomm transport axis: this algorithm loads and stores peers' buffers, and this transport carries "
                 "FIFO messages only: use ring, tree, recursive_doubling or pairwise");
@@ -114,18 +117,17 @@ COLLCOMM_KERNEL void __launch_bounds__(Tuning::threads)
   coll_args a = mine.args;
   a.channel = channel;
   a.nchannels = static_cast<int>(gridDim.x);
-  bool wraps = false;  // this call's staged count k has k + 1 = 0 mod 2^32 (clean_push_area)
+  std::uint64_t clean_epoch = 0;  // a pushed kernel's call that cleans the push areas for this epoch (below)
   if constexpr (stages_channel_range<K, Algo>()) {
     if (p.stage) {  // the schedule's entry barrier publishes these stores (bar.sync, then a fence)
       // Which half of the window's two staging halves: this channel's count of staged calls, the
       // same on every rank (every rank makes the same calls); p.stage is the window's start.
       __shared__ std::size_t half_at;
-      __shared__ std::uint64_t staged_k;
-      constexpr bool can_push = pushes_small_calls<K, Algo>() && sizeof(T) <= 8 && 8 % sizeof(T) == 0;
-      const bool push = can_push && transport::pushes(a.count * sizeof(T), p.h.nranks);  // the same on every rank
-      if (push) prims.load_windows(static_cast<char*>(p.stage));
+      __shared__ std::uint64_t staged_k, cleaned;
+      if constexpr (Pushed) prims.load_windows(static_cast<char*>(p.stage));
       if (threadIdx.x == 0) {
         const std::uint64_t k = p.h.staged_calls[channel];
+        if constexpr (Pushed) cleaned = p.h.staged_calls[p.h.nchannels];
         p.h.staged_calls[channel] = k + 1;
         // The channels this call does not run advance too: every channel's count stays the same,
         // so that calls on fewer channels and calls on more pick the same half (a channel left
@@ -136,20 +138,24 @@ COLLCOMM_KERNEL void __launch_bounds__(Tuning::threads)
         staged_k = k;
       }
       __syncthreads();
-      const std::uint64_t k = staged_k;
-      wraps = static_cast<std::uint32_t>(k + 1) == 0;
-      if constexpr (can_push)
-        if (push && !wraps) {
+      if constexpr (Pushed) {
+        // Pushed calls flag their lines (k + 1) mod 2^32; the first pushed call of each 2^32 calls
+        // of a channel (epoch (k + 1) >> 32, counted from 1) is staged instead, and zeroes the push
+        // areas (clean_push_area), so that no line carries a flag of an earlier epoch.
+        const std::uint64_t k = staged_k;
+        if ((k + 1) >> 32 == cleaned) {
           prims.pushed_all_reduce(k, channel_range(a.count, channel, a.nchannels, prims.align_elems()));
           return;
         }
+        clean_epoch = (k + 1) >> 32;
+      }
       prims.stage_input(static_cast<char*>(p.stage), half_at,
                         channel_range(a.count, channel, a.nchannels, prims.align_elems()));
     }
   }
   Algo::run(K{}, prims, a);
-  if constexpr (stages_channel_range<K, Algo>())
-    if (wraps && channel == 0) prims.clean_push_area(static_cast<char*>(p.stage));
+  if constexpr (Pushed)
+    if (clean_epoch && channel == 0) prims.clean_push_area(static_cast<char*>(p.stage), clean_epoch);
 
   if constexpr (!direct) {
     __syncthreads();

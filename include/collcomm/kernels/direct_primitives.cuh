@@ -122,10 +122,10 @@ struct direct_family {
   //
   // Two parts suffice: a rank stores into part k & 1 of a peer's area again at call k + 2, after it
   // has ended call k + 1, which takes every peer's lines or passes a barrier every peer reaches
-  // only in a kernel after its reads of call k. A line never shows its reader a stale f: lines of
-  // a part carry flags of calls of one parity, so a line left unwritten since call k - 2^32 is the
-  // one hazard; the call whose flag would be 0 is never pushed, and it zeroes every push area
-  // between two barriers (clean_push_area), so that no line older than it carries a flag again.
+  // only in a kernel after its reads of call k. A line never shows its reader a stale f: a line
+  // left unwritten since call k - 2^32 is the one hazard, so the first pushed call of each 2^32
+  // calls (an epoch: (k + 1) >> 32) is staged instead and zeroes every push area between two
+  // barriers (clean_push_area): a line then carries flags of its epoch's calls only, each once.
 
   static constexpr bool pushable = sizeof(T) <= 8 && 8 % sizeof(T) == 0;
   static constexpr int epl = pushable ? static_cast<int>(8 / sizeof(T)) : 1;  // elements per line
@@ -295,15 +295,17 @@ struct direct_family {
     for (index_t i = threadIdx.x; i < r.size; i += blockDim.x) c.out[r.begin + i] = res[i];
   }
 
-  // The call whose flag would be 0 (pushed_all_reduce): between two barriers of the channel, when
-  // no peer stores into it, this rank zeroes its whole push area.
-  __device__ static void clean_push_area(State& c, char* window) {
+  // The first pushed call of an epoch (collective_kernel.cuh), staged: between two barriers of the
+  // channel, when no peer stores into it, this rank zeroes its whole push area, then records the
+  // epoch as cleaned (the word after the channels' staged-call counts, this rank's own).
+  __device__ static void clean_push_area(State& c, char* window, std::uint64_t epoch) {
     barrier(c);
     if (*c.aborted) return;
     uint4* area = reinterpret_cast<uint4*>(window + 4 * c.h.window_bytes);
     const std::size_t vecs = transport::push_area_bytes(c.h.nranks, c.h.nchannels) / sizeof(uint4);
     for (std::size_t i = threadIdx.x; i < vecs; i += blockDim.x) area[i] = make_uint4(0, 0, 0, 0);
     barrier(c);
+    if (threadIdx.x == 0 && !*c.aborted) c.h.staged_calls[c.h.nchannels] = epoch;
   }
 
   // Every rank's buffer `b` for this channel, into shared memory: read once per call, not per element.

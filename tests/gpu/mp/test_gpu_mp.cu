@@ -439,9 +439,9 @@ int scenario_mixed(bootstrap::tcp& boot) {
 // Pushed calls (small one_shot all_reduce, transport::pushes, across
 // processes: no barrier, flagged lines in each peer's push area) across the wrap of their 32-bit
 // flags. Two calls leave lines flagged 1 and 2 in the two parts of every push area; every
-// channel's staged-call count is then set to 2^32 - 1 on every rank: that call's flag would be 0,
-// so it is staged and cleans the push areas, and the two calls after it are flagged 1 and 2 again,
-// in the same parts, over the same lines. Before each call rank 0 waits 300 ms: its peers poll
+// channel's staged-call count is then set to 2^32 - 1 on every rank: that call opens the next 2^32
+// (its flag would be 0), so it is staged and cleans the push areas, and the two calls after it are
+// flagged 1 and 2 again, in the same parts, over the same lines. Before each call rank 0 waits 300 ms: its peers poll
 // their areas for its lines long before it stores them, and would take the lines the first two
 // calls left (other inputs) if the wrap had not cleaned them. Every output is poisoned, checked
 // element by element against the exact reference.

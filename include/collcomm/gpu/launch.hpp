@@ -294,12 +294,14 @@ void launch_on(world& w, int rank, coll_args a, const T* in, T* out, Op op, cuda
     p.rank[0] = mine;
     // Small one_shot calls across processes go pushed (kernels/direct_primitives.cuh, "pushed
     // calls"): every rank decides alike, from the call.
-    bool pushed = false;
+    cudaError_t e = cudaSuccess;
     if constexpr (kernels::pushes_small_calls<K, Algo, T>())
-      pushed = stage && transport::pushes(a.count * sizeof(T), w.size());
-    detail::cuda_check(pushed ? launch_detail::enqueue_kernel<K, Algo, KT, true>(w, p, channels, false, stream)
-                              : launch_detail::enqueue_kernel<K, Algo, KT>(w, p, channels, false, stream),
-                       K::name, rank);
+      e = stage && transport::pushes(a.count * sizeof(T), w.size())
+              ? launch_detail::enqueue_kernel<K, Algo, KT, true>(w, p, channels, false, stream)
+              : launch_detail::enqueue_kernel<K, Algo, KT>(w, p, channels, false, stream);
+    else
+      e = launch_detail::enqueue_kernel<K, Algo, KT>(w, p, channels, false, stream);
+    detail::cuda_check(e, K::name, rank);
     w.record_launch(rank, mine.call, call);
     return;
   }

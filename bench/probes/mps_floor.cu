@@ -30,13 +30,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define CK(x)                                                                              \
-  do {                                                                                     \
-    cudaError_t e_ = (x);                                                                  \
-    if (e_ != cudaSuccess) {                                                               \
+#define CK(x)                                                                                  \
+  do {                                                                                         \
+    cudaError_t e_ = (x);                                                                      \
+    if (e_ != cudaSuccess) {                                                                   \
       std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::_Exit(1);                                                                       \
-    }                                                                                      \
+      std::_Exit(1);                                                                           \
+    }                                                                                          \
   } while (0)
 
 namespace {
@@ -70,8 +70,7 @@ __global__ void meet_kernel(unsigned long long* counter, unsigned long long* cal
   cuda::atomic_ref<unsigned long long, cuda::thread_scope_device> c(*counter);
   const unsigned long long before = c.fetch_add(1, cuda::std::memory_order_relaxed);
   if (before >= (k + 1) * n) ++*bad;
-  while (c.load(cuda::std::memory_order_relaxed) < (k + 1) * n) {
-  }
+  while (c.load(cuda::std::memory_order_relaxed) < (k + 1) * n) {}
 }
 
 void run_process(page* p, int me, int n, bool meet, int calls, int reps, bool graph) {

@@ -211,7 +211,7 @@ struct direct_family {
     const int n = c.h.nranks, me = c.rank;
     const std::uint32_t f = static_cast<std::uint32_t>(k + 1), size = static_cast<std::uint32_t>(r.size);
     const index_t lines = div_up(r.size * static_cast<index_t>(sizeof(T)), 8);
-    const index_t first = r.begin * static_cast<index_t>(sizeof(T)) / 8;  // ranges start on 8-byte multiples
+    const index_t first = r.begin * static_cast<index_t>(sizeof(T)) / 8;       // ranges start on 8-byte multiples
     const index_t header = 2 * c.channel, data = 2 * (c.h.nchannels + first);  // in 8-byte words of a region
 
 #pragma unroll 1

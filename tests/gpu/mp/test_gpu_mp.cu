@@ -1108,7 +1108,8 @@ TEST_CASE("mp fault: abort") {
 }
 
 TEST_CASE("mp fault: processes that disagree about a call get an error naming it, never another call's data") {
-  for (const char* what : {"disagree_root", "disagree_op", "disagree_one_shot", "disagree_pushed", "disagree_pushed_op"}) {
+  for (const char* what :
+       {"disagree_root", "disagree_op", "disagree_one_shot", "disagree_pushed", "disagree_pushed_op"}) {
     const auto shm0 = collcomm_shm();
     const auto j = run_ranks(3, what, 1, 90s);
     expect_all(j, what);

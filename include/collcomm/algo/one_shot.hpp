@@ -19,6 +19,8 @@
 
 #include <collcomm/algo/primitives.hpp>
 
+#include <type_traits>
+
 COLLCOMM_NAMESPACE_BEGIN
 namespace algo {
 
@@ -34,7 +36,7 @@ struct one_shot {
   // processes a small call may go as lines each rank pushes to its peers, with no barrier
   // (kernels/collective_kernel.cuh, pushes_small_calls).
   template <class K>
-  static constexpr bool pushable = true;
+  static constexpr bool pushable = std::is_same_v<K, kind::all_reduce>;
 
   COLLCOMM_EXEC_CHECK_DISABLE
   template <class P>

@@ -99,7 +99,7 @@ cudaError_t enqueue_kernel(const world& w, const kernels::kernel_params<Handle, 
 // process: set to one world's exact size, a launch for a larger world (a split's parent after a
 // smaller child, another thread's world) fails with "invalid argument" (seen on the H200). So it
 // is never set below the 48 KiB every kernel may use without opting in.
-template <class K>
+template <class K, bool Pushed = false>  // Pushed: a cache of its own for a composition's pushed kernel
 void check_resident(const void* kernel, int threads, std::size_t smem, int device, int sharing, int channels,
                     int rank) {
   static thread_local int checked_device = -1, blocks_per_sm = 0, sms = 0;
@@ -278,8 +278,19 @@ void launch_on(world& w, int rank, coll_args a, const T* in, T* out, Op op, cuda
   const bool grouped = w.opts().launch == launch_mode::grouped && nlocal > 1;
   // In a world of processes its other ranks on this GPU launch from their own processes (MPS).
   const int sharing = w.is_process() ? w.process().ranks_on_gpu : nlocal;
-  launch_detail::check_resident<K>(kernel, KT::threads, kernels::kernel_smem_bytes(w.size()), device, sharing, channels,
-                                   rank);
+  // Small one_shot calls across processes go pushed, in a kernel of their own (kernels/
+  // direct_primitives.cuh, "pushed calls"): every rank decides alike, from the call.
+  bool pushed = false;
+  if constexpr (kernels::pushes_small_calls<K, Algo, T>()) {
+    pushed = !grouped && stage && transport::pushes(a.count * sizeof(T), w.size());
+    if (pushed)
+      launch_detail::check_resident<K, true>(
+          reinterpret_cast<const void*>(&kernels::collective_kernel<K, Algo, T, Op, KT, Handle, true>), KT::threads,
+          kernels::kernel_smem_bytes(w.size()), device, sharing, channels, rank);
+  }
+  if (!pushed)
+    launch_detail::check_resident<K>(kernel, KT::threads, kernels::kernel_smem_bytes(w.size()), device, sharing,
+                                     channels, rank);
 
   a.nchannels = channels;
   const world::launch_call call = launch_detail::call_of<K, Algo, Tuning, T, Op>(rank, a, shape);
@@ -292,13 +303,10 @@ void launch_on(world& w, int rank, coll_args a, const T* in, T* out, Op op, cuda
     p.nlocal = 1;
     p.stage = stage;
     p.rank[0] = mine;
-    // Small one_shot calls across processes go pushed (kernels/direct_primitives.cuh, "pushed
-    // calls"): every rank decides alike, from the call.
     cudaError_t e = cudaSuccess;
     if constexpr (kernels::pushes_small_calls<K, Algo, T>())
-      e = stage && transport::pushes(a.count * sizeof(T), w.size())
-              ? launch_detail::enqueue_kernel<K, Algo, KT, true>(w, p, channels, false, stream)
-              : launch_detail::enqueue_kernel<K, Algo, KT>(w, p, channels, false, stream);
+      e = pushed ? launch_detail::enqueue_kernel<K, Algo, KT, true>(w, p, channels, false, stream)
+                 : launch_detail::enqueue_kernel<K, Algo, KT>(w, p, channels, false, stream);
     else
       e = launch_detail::enqueue_kernel<K, Algo, KT>(w, p, channels, false, stream);
     detail::cuda_check(e, K::name, rank);

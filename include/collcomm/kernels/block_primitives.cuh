@@ -94,9 +94,7 @@ class block_primitives {
   __device__ void pushed_all_reduce(std::uint64_t k, range r) requires load_store {
     direct::pushed_all_reduce(c_, k, r);
   }
-  __device__ void clean_push_area(char* window, std::uint64_t epoch) requires load_store {
-    direct::clean_push_area(c_, window, epoch);
-  }
+  __device__ void clean_push_area(char* window) requires load_store { direct::clean_push_area(c_, window); }
   __device__ void barrier() requires load_store { direct::barrier(c_); }
   __device__ void entry_barrier() requires load_store { direct::entry_barrier(c_); }
   __device__ void exit_barrier() requires load_store { direct::exit_barrier(c_); }

@@ -127,7 +127,7 @@ COLLCOMM_KERNEL void __launch_bounds__(Tuning::threads)
       if constexpr (Pushed) prims.load_windows(static_cast<char*>(p.stage));
       if (threadIdx.x == 0) {
         const std::uint64_t k = p.h.staged_calls[channel];
-        if constexpr (Pushed) cleaned = p.h.staged_calls[p.h.nchannels];
+        if constexpr (Pushed) cleaned = p.h.staged_calls[p.h.nchannels + channel];
         p.h.staged_calls[channel] = k + 1;
         // The channels this call does not run advance too: every channel's count stays the same,
         // so that calls on fewer channels and calls on more pick the same half (a channel left
@@ -135,13 +135,15 @@ COLLCOMM_KERNEL void __launch_bounds__(Tuning::threads)
         if (channel == 0)
           for (int c = static_cast<int>(gridDim.x); c < p.h.nchannels; ++c) p.h.staged_calls[c] = k + 1;
         half_at = static_cast<std::size_t>(2 + (k & 1)) * p.h.window_bytes;
-        staged_k = k;
+        if constexpr (Pushed) staged_k = k;
       }
       __syncthreads();
       if constexpr (Pushed) {
         // Pushed calls flag their lines (k + 1) mod 2^32; the first pushed call of each 2^32 calls
         // of a channel (epoch (k + 1) >> 32, counted from 1) is staged instead, and zeroes the push
-        // areas (clean_push_area), so that no line carries a flag of an earlier epoch.
+        // areas (clean_push_area), so that no line carries a flag of an earlier epoch. Each channel
+        // records the epoch in a word of its own (no block reads a word another block of the same
+        // kernel writes); the next call's kernel, which reads them, starts after the zeroing.
         const std::uint64_t k = staged_k;
         if ((k + 1) >> 32 == cleaned) {
           prims.pushed_all_reduce(k, channel_range(a.count, channel, a.nchannels, prims.align_elems()));
@@ -155,7 +157,14 @@ COLLCOMM_KERNEL void __launch_bounds__(Tuning::threads)
   }
   Algo::run(K{}, prims, a);
   if constexpr (Pushed)
-    if (clean_epoch && channel == 0) prims.clean_push_area(static_cast<char*>(p.stage), clean_epoch);
+    if (clean_epoch) {
+      if (channel == 0) prims.clean_push_area(static_cast<char*>(p.stage));
+      if (threadIdx.x == 0) {
+        p.h.staged_calls[p.h.nchannels + channel] = clean_epoch;
+        if (channel == 0)  // and for the channels this call does not run (their counts advanced too)
+          for (int c = static_cast<int>(gridDim.x); c < p.h.nchannels; ++c) p.h.staged_calls[p.h.nchannels + c] = clean_epoch;
+      }
+    }
 
   if constexpr (!direct) {
     __syncthreads();

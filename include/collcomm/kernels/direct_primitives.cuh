@@ -296,16 +296,14 @@ struct direct_family {
   }
 
   // The first pushed call of an epoch (collective_kernel.cuh), staged: between two barriers of the
-  // channel, when no peer stores into it, this rank zeroes its whole push area, then records the
-  // epoch as cleaned (the word after the channels' staged-call counts, this rank's own).
-  __device__ static void clean_push_area(State& c, char* window, std::uint64_t epoch) {
+  // channel, when no peer stores into it, this rank zeroes its whole push area.
+  __device__ static void clean_push_area(State& c, char* window) {
     barrier(c);
     if (*c.aborted) return;
     uint4* area = reinterpret_cast<uint4*>(window + 4 * c.h.window_bytes);
     const std::size_t vecs = transport::push_area_bytes(c.h.nranks, c.h.nchannels) / sizeof(uint4);
     for (std::size_t i = threadIdx.x; i < vecs; i += blockDim.x) area[i] = make_uint4(0, 0, 0, 0);
     barrier(c);
-    if (threadIdx.x == 0 && !*c.aborted) c.h.staged_calls[c.h.nchannels] = epoch;
   }
 
   // Every rank's buffer `b` for this channel, into shared memory: read once per call, not per element.

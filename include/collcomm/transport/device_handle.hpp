@@ -90,8 +90,8 @@ struct handle_fields {
   std::uint32_t slot_bytes;
   // A world of processes only (else null / 0): this rank's count of calls, per channel, that
   // staged their input in the kernel (collective_kernel.cuh, stages_channel_range) or pushed it;
-  // its parity picks which of the two staging halves of every rank's window the call uses. Word
-  // nchannels: the last epoch of pushed calls this rank's push area was cleaned for.
+  // its parity picks which of the two staging halves of every rank's window the call uses. Words
+  // nchannels + c: channel c's last epoch of pushed calls this rank's push area was cleaned for.
   std::uint64_t* staged_calls;
   std::uint64_t window_bytes;
   std::uint64_t timeout_ns;

@@ -395,8 +395,7 @@ std::shared_ptr<world> join_world(B& boot, int device, options opts) {
       h.steps = static_cast<std::uint64_t*>(w->alloc(device, steps_bytes));
       // The channels' staged-call counts, then per channel the last epoch of pushed calls whose
       // push area this rank cleaned (kernels/collective_kernel.cuh).
-      h.staged_calls =
-          staged ? nullptr : static_cast<std::uint64_t*>(w->alloc(device, sizeof(std::uint64_t) * 2 * nc));
+      h.staged_calls = staged ? nullptr : static_cast<std::uint64_t*>(w->alloc(device, sizeof(std::uint64_t) * 2 * nc));
       h.window_bytes = staged ? 0 : opts.window_bytes;
       // The barrier is the direct schedules' alone (an atomic add, which host memory reached over
       // PCIe does not promise). Staged, no direct schedule runs (refused on the host), so this

@@ -162,7 +162,8 @@ COLLCOMM_KERNEL void __launch_bounds__(Tuning::threads)
       if (threadIdx.x == 0) {
         p.h.staged_calls[p.h.nchannels + channel] = clean_epoch;
         if (channel == 0)  // and for the channels this call does not run (their counts advanced too)
-          for (int c = static_cast<int>(gridDim.x); c < p.h.nchannels; ++c) p.h.staged_calls[p.h.nchannels + c] = clean_epoch;
+          for (int c = static_cast<int>(gridDim.x); c < p.h.nchannels; ++c)
+            p.h.staged_calls[p.h.nchannels + c] = clean_epoch;
       }
     }
 

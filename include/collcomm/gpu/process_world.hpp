@@ -267,6 +267,8 @@ std::shared_ptr<world> join_world(B& boot, int device, options opts) {
   const std::size_t total = staged ? 0
                                    : z.add(z.add(window_at, z.mul(4, opts.window_bytes)),
                                            z.mul(z.mul(2, nn), z.add(z.mul(16, ncs), 2 * transport::push_max_bytes)));
+  if (!staged && total - z.add(window_at, z.mul(4, opts.window_bytes)) != transport::push_area_bytes(n, nc))
+    cd::fail(errc::internal, where, me, "the push area's size disagrees with transport::push_area_bytes");
   const std::size_t staged_bytes = staged ? z.align_up(z.mul(conn_bytes, nn), 4096) : 0;
   const std::size_t steps_bytes =
       z.mul(z.mul(z.mul(nn, ncs), nn), 2 * sizeof(std::uint64_t));  // (rank, channel, peer, 2)

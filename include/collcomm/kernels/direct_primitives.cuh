@@ -127,15 +127,6 @@ struct direct_family {
   // calls (an epoch: (k + 1) >> 32) is staged instead and zeroes every push area between two
   // barriers (clean_push_area): a line then carries flags of its epoch's calls only, each once.
 
-  static constexpr bool pushable = sizeof(T) <= 8 && 8 % sizeof(T) == 0;
-  static constexpr int epl = pushable ? static_cast<int>(8 / sizeof(T)) : 1;  // elements per line
-  union push_line {
-    std::uint64_t u;
-    std::uint32_t w[2];
-    T t[epl];
-    __device__ push_line() {}
-  };
-
   // Before a __syncthreads: every rank's window (peers' from the buffer table, where a world of
   // processes keeps their windows; this rank's own, `window`) into peer_ptrs. Thread t loads rank
   // t - 1's, so that thread 0's own load (the staged-call count) goes out beside them.
@@ -148,15 +139,6 @@ struct direct_family {
     const std::size_t region = transport::push_region_bytes(c.h.nchannels);
     char* area = static_cast<char*>(const_cast<void*>(c.peer_ptrs[at])) + 4 * c.h.window_bytes;
     return reinterpret_cast<std::uint64_t*>(area + ((k & 1) * c.h.nranks + from) * region);
-  }
-  // This rank's line j of range r (elements past the range are zero).
-  __device__ static push_line own_line(const State& c, range r, index_t j) {
-    push_line v;
-    v.u = 0;
-#pragma unroll
-    for (int e = 0; e < epl; ++e)
-      if (j * epl + e < r.size) v.t[e] = c.in[r.begin + j * epl + e];
-    return v;
   }
 
   // Polls the lines of peers q0 + i (bit i of `pending`) together until each carries flag k + 1;
@@ -205,8 +187,18 @@ struct direct_family {
   }
 
   __device__ static void pushed_all_reduce(State& c, std::uint64_t k, range r) {
-    static_assert(pushable, "collcomm: pushed calls carry elements of 1, 2, 4 or 8 bytes");
     using scope = typename State::handle_type::scope;
+    using push_line = typename ll_fifo<State>::line_t;  // ll's lines (elements of 1, 2, 4 or 8 bytes)
+    constexpr int epl = ll_fifo<State>::epl;
+    // This rank's line j of range r (elements past the range are zero).
+    auto own_line = [&](index_t j) {
+      push_line v;
+      v.u = 0;
+#pragma unroll
+      for (int e = 0; e < epl; ++e)
+        if (j * epl + e < r.size) v.t[e] = c.in[r.begin + j * epl + e];
+      return v;
+    };
     if (*c.aborted || r.size == 0) return;  // r.size: the same on every rank that makes this call
     const int n = c.h.nranks, me = c.rank;
     const std::uint32_t f = static_cast<std::uint32_t>(k + 1), size = static_cast<std::uint32_t>(r.size);
@@ -216,7 +208,7 @@ struct direct_family {
 
 #pragma unroll 1
     for (index_t j = threadIdx.x; j < lines; j += blockDim.x) {
-      const push_line v = own_line(c, r, j);
+      const push_line v = own_line(j);
       const std::uint64_t lo = ll_lo(v.w[0], f), hi = ll_hi(v.w[1], f);
 #pragma unroll 1
       for (int i = 1; i < n; ++i) {
@@ -240,7 +232,7 @@ struct direct_family {
     constexpr int B = 8;
 #pragma unroll 1
     for (index_t j = threadIdx.x; j < lines && !c.block_aborted(); j += blockDim.x) {
-      const push_line own = own_line(c, r, j);
+      const push_line own = own_line(j);
       acc_t acc[epl];
 #pragma unroll 1
       for (int q0 = 0; q0 < n; q0 += B) {

@@ -2,7 +2,7 @@
 // when they run at once (under MPS), with nothing of collcomm: the floor under a world of
 // processes' small calls from a graph (bench/RESULTS.md, "Processes: the floor").
 //
-//   mps_floor N [mode=empty|meet] [calls=200] [reps=9] [launch=graph|stream]
+//   mps_floor N [mode=empty|meet] [calls=200] [reps=9] [launch=graph|stream] [params=0] [smem=0]
 //
 // N processes (forked before any CUDA call) each capture `calls` launches of a one-block kernel of
 // 512 threads into a graph on a stream of their own, replay it once untimed, then `reps` times
@@ -13,6 +13,9 @@
 //   meet   the kernel meets every process's kernel of the same call: thread 0 adds 1 to a counter
 //          in process 0's memory (CUDA IPC) and spins until it reaches N x (calls so far) — the
 //          least a per-call meeting of processes costs (one atomic, one poll); every launch checked
+//   params  bytes of kernel parameters besides the pointers (0, 8, 256, 2432 or 4096), read by thread 0
+//           (first and last byte): what a launch's parameter block costs when processes launch at once
+//   smem    bytes of static shared memory the kernel declares and thread 0 touches (0 or 4096)
 #include <cuda/atomic>
 #include <cuda_runtime.h>
 
@@ -59,6 +62,48 @@ void meet_host(page* p, int n, int round) {
     if (std::chrono::steady_clock::now() > end) std::_Exit(2);
 }
 
+template <int P>
+struct blob {
+  unsigned char b[P];
+};
+
+// A kernel of P bytes of parameters (none if P is 0) and S bytes of static shared memory (none if
+// 0); thread 0 reads the parameters' first and last bytes and touches the shared memory. With
+// `meet`, thread 0 then meets as meet_kernel does (below).
+template <int P, int S, bool Meet>
+__global__ void shaped_kernel(const __grid_constant__ blob<P> b, unsigned long long* counter, unsigned long long* calls,
+                              unsigned long long* bad, int n) {
+  if (threadIdx.x != 0) return;
+  unsigned seen = b.b[0] + b.b[P - 1];
+  if constexpr (S > 0) {
+    __shared__ volatile unsigned char s[S];
+    s[seen % S] = 1;
+    seen += s[(seen + 1) % S];
+  }
+  if (seen == 0xFFFFu) ++*bad;  // never (the bytes are zero): keeps the loads
+  if constexpr (Meet) {
+    const unsigned long long k = *calls;
+    *calls = k + 1;
+    cuda::atomic_ref<unsigned long long, cuda::thread_scope_device> c(*counter);
+    const unsigned long long before = c.fetch_add(1, cuda::std::memory_order_relaxed);
+    if (before >= (k + 1) * n) ++*bad;
+    while (c.load(cuda::std::memory_order_relaxed) < (k + 1) * n) {}
+  }
+}
+
+template <int P, int S>
+void launch_shaped(bool meet, cudaStream_t s, unsigned long long* counter, unsigned long long* mine, int n) {
+  const blob<P> b{};
+  if (meet)
+    shaped_kernel<P, S, true><<<1, 512, 0, s>>>(b, counter, mine, mine + 1, n);
+  else
+    shaped_kernel<P, S, false><<<1, 512, 0, s>>>(b, counter, mine, mine + 1, n);
+}
+
+// The launch of one call: the plain kernels without parameters, else the shaped ones.
+void launch_one(bool meet, int params, int smem, cudaStream_t s, unsigned long long* counter, unsigned long long* mine,
+                int n);
+
 __global__ void empty_kernel() {}
 
 // Thread 0: call k of this process (its own count) arrives at the shared counter and waits for
@@ -73,7 +118,33 @@ __global__ void meet_kernel(unsigned long long* counter, unsigned long long* cal
   while (c.load(cuda::std::memory_order_relaxed) < (k + 1) * n) {}
 }
 
-void run_process(page* p, int me, int n, bool meet, int calls, int reps, bool graph) {
+void launch_one(bool meet, int params, int smem, cudaStream_t s, unsigned long long* counter, unsigned long long* mine,
+                int n) {
+  if (params == 0 && smem == 0) {
+    if (meet)
+      meet_kernel<<<1, 512, 0, s>>>(counter, mine, mine + 1, n);
+    else
+      empty_kernel<<<1, 512, 0, s>>>();
+    return;
+  }
+  const bool shared = smem > 0;
+  switch (params) {
+    case 256:
+      return shared ? launch_shaped<256, 4096>(meet, s, counter, mine, n)
+                    : launch_shaped<256, 0>(meet, s, counter, mine, n);
+    case 2432:
+      return shared ? launch_shaped<2432, 4096>(meet, s, counter, mine, n)
+                    : launch_shaped<2432, 0>(meet, s, counter, mine, n);
+    case 4096:
+      return shared ? launch_shaped<4096, 4096>(meet, s, counter, mine, n)
+                    : launch_shaped<4096, 0>(meet, s, counter, mine, n);
+    default:
+      return shared ? launch_shaped<8, 4096>(meet, s, counter, mine, n)
+                    : launch_shaped<8, 0>(meet, s, counter, mine, n);
+  }
+}
+
+void run_process(page* p, int me, int n, bool meet, int calls, int reps, bool graph, int params, int smem) {
   CK(cudaSetDevice(0));
   CK(cudaFree(nullptr));
   unsigned long long *counter = nullptr, *mine = nullptr;
@@ -95,12 +166,7 @@ void run_process(page* p, int me, int n, bool meet, int calls, int reps, bool gr
   cudaGraph_t g;
   cudaGraphExec_t ge;
   auto launch_all = [&] {
-    for (int i = 0; i < calls; ++i) {
-      if (meet)
-        meet_kernel<<<1, 512, 0, s>>>(counter, mine, mine + 1, n);
-      else
-        empty_kernel<<<1, 512, 0, s>>>();
-    }
+    for (int i = 0; i < calls; ++i) launch_one(meet, params, smem, s, counter, mine, n);
   };
   CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
   launch_all();
@@ -150,9 +216,16 @@ int main(int argc, char** argv) {
   const int calls = argc > 3 ? std::atoi(argv[3]) : 200;
   const int reps = argc > 4 ? std::atoi(argv[4]) : 9;
   const std::string launch = argc > 5 ? argv[5] : "graph";
+  const int params = argc > 6 ? std::atoi(argv[6]) : 0;
+  const int smem = argc > 7 ? std::atoi(argv[7]) : 0;
   if (n < 1 || n > max_procs || calls < 1 || reps < 1 || (mode != "empty" && mode != "meet") ||
-      (launch != "graph" && launch != "stream")) {
-    std::fprintf(stderr, "usage: mps_floor N(1..%d) [empty|meet] [calls] [reps] [graph|stream]\n", max_procs);
+      (launch != "graph" && launch != "stream") ||
+      (params != 0 && params != 8 && params != 256 && params != 2432 && params != 4096) ||
+      (smem != 0 && smem != 4096)) {
+    std::fprintf(stderr,
+                 "usage: mps_floor N(1..%d) [empty|meet] [calls] [reps] [graph|stream] [params: 0|8|256|2432|4096] "
+                 "[smem: 0|4096]\n",
+                 max_procs);
     return 2;
   }
   void* m = mmap(nullptr, sizeof(page), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -162,7 +235,7 @@ int main(int argc, char** argv) {
   for (int i = 0; i < n; ++i) {
     const pid_t pid = fork();
     if (pid == 0) {
-      run_process(p, i, n, mode == "meet", calls, reps, launch == "graph");
+      run_process(p, i, n, mode == "meet", calls, reps, launch == "graph", params, smem);
       std::_Exit(0);
     }
     kids.push_back(pid);
@@ -175,7 +248,8 @@ int main(int argc, char** argv) {
       bad = 1;
     }
   }
-  std::printf("mps_floor n=%d mode=%s launch=%s calls=%d reps=%d:", n, mode.c_str(), launch.c_str(), calls, reps);
+  std::printf("mps_floor n=%d mode=%s launch=%s calls=%d reps=%d params=%d smem=%d:", n, mode.c_str(), launch.c_str(),
+              calls, reps, params, smem);
   if (bad) {
     std::printf(" a process failed\n");
     return 1;

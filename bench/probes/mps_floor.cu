@@ -3,9 +3,10 @@
 // processes' small calls from a graph (bench/RESULTS.md, "Processes: the floor").
 //
 //   mps_floor N [mode=empty|meet] [calls=200] [reps=9] [launch=graph|stream] [params=0] [smem=0]
+//             [threads=512]
 //
 // N processes (forked before any CUDA call) each capture `calls` launches of a one-block kernel of
-// 512 threads into a graph on a stream of their own, replay it once untimed, then `reps` times
+// `threads` threads into a graph on a stream of their own, replay it once untimed, then `reps` times
 // between two CUDA events, every replay started by all processes together (a spin barrier in
 // shared host memory); with `stream`, the `calls` launches themselves are timed the same way,
 // stream-launched. Printed per process: µs per launch, the median and the range of reps.
@@ -16,6 +17,7 @@
 //   params  bytes of kernel parameters besides the pointers (0, 8, 256, 2432 or 4096), read by thread 0
 //           (first and last byte): what a launch's parameter block costs when processes launch at once
 //   smem    bytes of static shared memory the kernel declares and thread 0 touches (0 or 4096)
+//   threads the kernels' block size (1..1024): what a launch of fewer warps saves
 #include <cuda/atomic>
 #include <cuda_runtime.h>
 
@@ -45,6 +47,7 @@
 namespace {
 
 constexpr int max_procs = 64;
+int block_threads = 512;  // threads of every kernel launched (argument `threads`)
 
 // Shared by the processes (an anonymous shared mapping made before fork).
 struct page {
@@ -95,9 +98,9 @@ template <int P, int S>
 void launch_shaped(bool meet, cudaStream_t s, unsigned long long* counter, unsigned long long* mine, int n) {
   const blob<P> b{};
   if (meet)
-    shaped_kernel<P, S, true><<<1, 512, 0, s>>>(b, counter, mine, mine + 1, n);
+    shaped_kernel<P, S, true><<<1, block_threads, 0, s>>>(b, counter, mine, mine + 1, n);
   else
-    shaped_kernel<P, S, false><<<1, 512, 0, s>>>(b, counter, mine, mine + 1, n);
+    shaped_kernel<P, S, false><<<1, block_threads, 0, s>>>(b, counter, mine, mine + 1, n);
 }
 
 // The launch of one call: the plain kernels without parameters, else the shaped ones.
@@ -122,9 +125,9 @@ void launch_one(bool meet, int params, int smem, cudaStream_t s, unsigned long l
                 int n) {
   if (params == 0 && smem == 0) {
     if (meet)
-      meet_kernel<<<1, 512, 0, s>>>(counter, mine, mine + 1, n);
+      meet_kernel<<<1, block_threads, 0, s>>>(counter, mine, mine + 1, n);
     else
-      empty_kernel<<<1, 512, 0, s>>>();
+      empty_kernel<<<1, block_threads, 0, s>>>();
     return;
   }
   const bool shared = smem > 0;
@@ -218,13 +221,15 @@ int main(int argc, char** argv) {
   const std::string launch = argc > 5 ? argv[5] : "graph";
   const int params = argc > 6 ? std::atoi(argv[6]) : 0;
   const int smem = argc > 7 ? std::atoi(argv[7]) : 0;
+  block_threads = argc > 8 ? std::atoi(argv[8]) : 512;
   if (n < 1 || n > max_procs || calls < 1 || reps < 1 || (mode != "empty" && mode != "meet") ||
       (launch != "graph" && launch != "stream") ||
       (params != 0 && params != 8 && params != 256 && params != 2432 && params != 4096) ||
-      (smem != 0 && smem != 4096)) {
+      (smem != 0 && smem != 4096) ||
+      block_threads < 1 || block_threads > 1024) {
     std::fprintf(stderr,
                  "usage: mps_floor N(1..%d) [empty|meet] [calls] [reps] [graph|stream] [params: 0|8|256|2432|4096] "
-                 "[smem: 0|4096]\n",
+                 "[smem: 0|4096] [threads: 1..1024]\n",
                  max_procs);
     return 2;
   }
@@ -248,8 +253,8 @@ int main(int argc, char** argv) {
       bad = 1;
     }
   }
-  std::printf("mps_floor n=%d mode=%s launch=%s calls=%d reps=%d params=%d smem=%d:", n, mode.c_str(), launch.c_str(),
-              calls, reps, params, smem);
+  std::printf("mps_floor n=%d mode=%s launch=%s calls=%d reps=%d params=%d smem=%d threads=%d:", n, mode.c_str(),
+              launch.c_str(), calls, reps, params, smem, block_threads);
   if (bad) {
     std::printf(" a process failed\n");
     return 1;

@@ -7,8 +7,9 @@
 # (mps_floor's params, smem and threads); and collcomm_bench_mp of this commit
 # against the commit before pushed calls (bench_mp_base), the pushed kernel's parameters sized for
 # one rank (bench_mp_p1, p1.patch), and that with the pushed kernel's loads before its stores in one
-# round trip (bench_mp_p2, p2.patch), in turn. Sections in order of need; each starts only while
-# the call has time left (LIMIT seconds, default 520).
+# round trip (bench_mp_p2, p2.patch on top of p1.patch; branch pushed-prologue), in turn. Sections
+# in order of need; each starts only while the call has time left (LIMIT seconds, default 520).
+# (r1.patch, every kernel's parameters sized for one rank, is a variant this call does not run.)
 #   COLLCOMM_COMMIT=<sha> bash bench/results/params_2026-12-07/run1.sh OUT
 # Binaries (.deps/bin, carried as .deps/bins.tar.xz and unpacked first): test_gpu_mp,
 # test_gpu_mp_noclean (the push areas' cleaning left out: its wrap case must fail), test_gpu_mp_p2,

@@ -103,9 +103,15 @@ void launch_shaped(bool meet, cudaStream_t s, unsigned long long* counter, unsig
     shaped_kernel<P, S, false><<<1, block_threads, 0, s>>>(b, counter, mine, mine + 1, n);
 }
 
-// The launch of one call: the plain kernels without parameters, else the shaped ones.
-void launch_one(bool meet, int params, int smem, cudaStream_t s, unsigned long long* counter, unsigned long long* mine,
-                int n);
+// The shaped kernel of P bytes of parameters, with 4 KiB of static shared memory or none.
+template <int P>
+void launch_sized(bool meet, bool shared, cudaStream_t s, unsigned long long* counter, unsigned long long* mine,
+                  int n) {
+  if (shared)
+    launch_shaped<P, 4096>(meet, s, counter, mine, n);
+  else
+    launch_shaped<P, 0>(meet, s, counter, mine, n);
+}
 
 __global__ void empty_kernel() {}
 
@@ -121,29 +127,27 @@ __global__ void meet_kernel(unsigned long long* counter, unsigned long long* cal
   while (c.load(cuda::std::memory_order_relaxed) < (k + 1) * n) {}
 }
 
+// The launch of one call: the plain kernels without parameters or shared memory, else the shaped
+// ones (8 bytes of parameters where only shared memory is asked for).
 void launch_one(bool meet, int params, int smem, cudaStream_t s, unsigned long long* counter, unsigned long long* mine,
                 int n) {
-  if (params == 0 && smem == 0) {
-    if (meet)
-      meet_kernel<<<1, block_threads, 0, s>>>(counter, mine, mine + 1, n);
-    else
-      empty_kernel<<<1, block_threads, 0, s>>>();
-    return;
-  }
   const bool shared = smem > 0;
   switch (params) {
+    case 0:
+      if (shared) return launch_sized<8>(meet, shared, s, counter, mine, n);
+      if (meet)
+        meet_kernel<<<1, block_threads, 0, s>>>(counter, mine, mine + 1, n);
+      else
+        empty_kernel<<<1, block_threads, 0, s>>>();
+      return;
     case 256:
-      return shared ? launch_shaped<256, 4096>(meet, s, counter, mine, n)
-                    : launch_shaped<256, 0>(meet, s, counter, mine, n);
+      return launch_sized<256>(meet, shared, s, counter, mine, n);
     case 2432:
-      return shared ? launch_shaped<2432, 4096>(meet, s, counter, mine, n)
-                    : launch_shaped<2432, 0>(meet, s, counter, mine, n);
+      return launch_sized<2432>(meet, shared, s, counter, mine, n);
     case 4096:
-      return shared ? launch_shaped<4096, 4096>(meet, s, counter, mine, n)
-                    : launch_shaped<4096, 0>(meet, s, counter, mine, n);
+      return launch_sized<4096>(meet, shared, s, counter, mine, n);
     default:
-      return shared ? launch_shaped<8, 4096>(meet, s, counter, mine, n)
-                    : launch_shaped<8, 0>(meet, s, counter, mine, n);
+      return launch_sized<8>(meet, shared, s, counter, mine, n);
   }
 }
 

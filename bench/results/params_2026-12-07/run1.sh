@@ -23,13 +23,11 @@ mkdir -p "$OUT"
 . bench/scripts/common.sh
 record_env "$OUT"
 export NCCL_NVLS_ENABLE=0
-sum() { tee -a "$OUT/summary.txt"; }
-counts() { grep -E '^\[doctest\] (test cases|assertions)' "$1" | tr '\n' ' '; }
 time_left() { (( SECONDS < LIMIT - ${1:-0} )) || { echo "[$SECONDS s] out of time before $2" | sum; return 1; }; }
 start_mps && echo "MPS daemon started" | sum
 test_run() {  # BINARY LOG PATTERN LIMIT
   ( time timeout "$4" $B/$1 --only "$3" ) > "$OUT/$2.log" 2>&1
-  echo "[$SECONDS s] $1 '$3' rc=$? $(counts "$OUT/$2.log")" | sum
+  echo "[$SECONDS s] $1 '$3' rc=$? $(doctest_counts "$OUT/$2.log")" | sum
 }
 test_run test_gpu_mp test_pushed 'mp: pushed*,mp fault: processes that disagree*,mp fault: a pushed*' 200
 test_run test_gpu_mp_noclean test_noclean 'mp: pushed*' 100

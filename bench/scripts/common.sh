@@ -33,9 +33,9 @@ record_env() {
   } > "$1/env.txt" 2>&1
 }
 
-# sum: stdin to stdout and appended to $OUT/summary.txt (a device call's summary). doctest_counts
-# LOG: the doctest totals of a test log, on one line.
-sum() { tee -a "$OUT/summary.txt"; }
+# summary: stdin to stdout and appended to $OUT/summary.txt (a device call's summary).
+# doctest_counts LOG: the doctest totals of a test log, on one line.
+summary() { tee -a "$OUT/summary.txt"; }
 doctest_counts() { grep -E '^\[doctest\] (test cases|assertions)' "$1" | tr '\n' ' '; }
 
 # find_nccl: exports COLLCOMM_NCCL_LIB for collcomm_bench --nccl (bench/nccl_peer.hpp) unless set:

@@ -29,8 +29,6 @@ MAX=${3:-1G}
 record_env "$OUT"
 df -h /dev/shm >> "$OUT/env.txt" 2>&1  # the pcie connections live there
 NVLINK_CASES='mp: every*,mp: a direct*,mp: split*,mp: 1000*'
-summary() { tee -a "$OUT/summary.txt"; }
-doctest_counts() { grep -E '^\[doctest\] (test cases|assertions)' "$1" | tr '\n' ' '; }
 # mp_bench LOG LIMIT LABEL ARGS...: one collcomm_bench_mp run appended to OUT/LOG, its exit status to the summary.
 mp_bench() {
   local log=$1 limit=$2 label=$3

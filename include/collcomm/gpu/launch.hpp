@@ -79,7 +79,7 @@ launch_shape shape_of(const world& w, const char* what, int rank) {
 // Enqueues one grid of (channels x p.nlocal) blocks of the composition's kernel (its pushed one:
 // kernels::pushes_small_calls) on `stream`.
 template <class K, class Algo, class Tuning, bool Pushed = false, class Handle, class T, class Op>
-cudaError_t enqueue_kernel(const world& w, const kernels::kernel_params<Handle, T, Op>& p, int channels,
+cudaError_t enqueue_kernel(const world& w, const kernels::launch_params<Handle, T, Op, Pushed>& p, int channels,
                            bool cooperative, cudaStream_t stream) {
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = dim3(static_cast<unsigned>(channels), static_cast<unsigned>(p.nlocal), 1);
@@ -297,18 +297,26 @@ void launch_on(world& w, int rank, coll_args a, const T* in, T* out, Op op, cuda
   kernels::rank_params<T, Op> mine{a, in, out, op};
   mine.call = launch_detail::fingerprint_of<K, Algo, Tuning, T, Op>(w.collectives_launched(rank), a, shape);
   if (!grouped) {
-    params_t p{};
-    p.h = w.handle<Handle>(rank);
-    p.h.slot_bytes = shape.slot_bytes;
-    p.nlocal = 1;
-    p.stage = stage;
-    p.rank[0] = mine;
+    auto one_rank = [&]<class P>(P& p) {
+      p.h = w.handle<Handle>(rank);
+      p.h.slot_bytes = shape.slot_bytes;
+      p.nlocal = 1;
+      p.stage = stage;
+      p.rank[0] = mine;
+    };
     cudaError_t e = cudaSuccess;
-    if constexpr (kernels::pushes_small_calls<K, Algo, T>())
-      e = pushed ? launch_detail::enqueue_kernel<K, Algo, KT, true>(w, p, channels, false, stream)
-                 : launch_detail::enqueue_kernel<K, Algo, KT>(w, p, channels, false, stream);
-    else
+    if constexpr (kernels::pushes_small_calls<K, Algo, T>()) {
+      if (pushed) {  // the pushed kernel's parameters carry this rank's only
+        kernels::launch_params<Handle, T, Op, true> p{};
+        one_rank(p);
+        e = launch_detail::enqueue_kernel<K, Algo, KT, true>(w, p, channels, false, stream);
+      }
+    }
+    if (!pushed) {
+      params_t p{};
+      one_rank(p);
       e = launch_detail::enqueue_kernel<K, Algo, KT>(w, p, channels, false, stream);
+    }
     detail::cuda_check(e, K::name, rank);
     w.record_launch(rank, mine.call, call);
     return;

@@ -91,8 +91,10 @@ class block_primitives {
   }
   // Pushed calls across processes (direct_primitives.cuh).
   __device__ void load_windows(char* window) requires load_store { direct::load_windows(c_, window); }
-  __device__ void pushed_all_reduce(std::uint64_t k, range r) requires load_store {
-    direct::pushed_all_reduce(c_, k, r);
+  __device__ auto pushed_line(range r, index_t j) const requires load_store { return direct::pushed_line(c_, r, j); }
+  template <class Line>  // direct::push_line (a template: naming it would instantiate direct for every state)
+  __device__ void pushed_all_reduce(std::uint64_t k, range r, const Line& first) requires load_store {
+    direct::pushed_all_reduce(c_, k, r, first);
   }
   __device__ void clean_push_area(char* window) requires load_store { direct::clean_push_area(c_, window); }
   __device__ void barrier() requires load_store { direct::barrier(c_); }

@@ -60,19 +60,83 @@ constexpr bool pushes_small_calls() {
     return false;
 }
 
-template <class Handle, class T, class Op>
+// A launch's parameters: the handle, and the parameters of each rank it carries. Ranks: how many
+// it can carry — max_launch_ranks, or 1 for a pushed kernel (a rank of a world of processes
+// launches its own grid): 192 bytes for f32 sum where 32 ranks' take 2424.
+template <class Handle, class T, class Op, int Ranks = max_launch_ranks>
 struct kernel_params {
   Handle h;
   int nlocal;   // ranks in this launch (gridDim.y)
   void* stage;  // (nlocal == 1, processes only) the window, into a half of which each channel first copies its
                 // range of the input: stages_channel_range
-  rank_params<T, Op> rank[max_launch_ranks];
+  rank_params<T, Op> rank[Ranks];
 };
+// The parameters of collective_kernel<..., Pushed>.
+template <class Handle, class T, class Op, bool Pushed>
+using launch_params = kernel_params<Handle, T, Op, Pushed ? 1 : max_launch_ranks>;
 
 // Dynamic shared memory a launch needs: the send and receive counts of each peer, the last head
 // seen of each peer's connection, and each rank's buffer pointer for the direct primitives.
 constexpr std::size_t kernel_smem_bytes(int nranks) {
   return (3 * sizeof(std::uint64_t) + sizeof(void*)) * static_cast<std::size_t>(nranks);
+}
+
+// Thread 0 of channel `channel`, staged-call count k: counts k + 1. The channels this call does not
+// run advance too: every channel's count stays the same, so that calls on fewer channels and calls
+// on more pick the same half (a channel left behind would stage into the half a peer may still
+// read for the call before).
+template <class Handle>
+__device__ void advance_staged_calls(const Handle& h, int channel, std::uint64_t k) {
+  h.staged_calls[channel] = k + 1;
+  if (channel == 0)
+    for (int c = static_cast<int>(gridDim.x); c < h.nchannels; ++c) h.staged_calls[c] = k + 1;
+}
+
+// A pushed kernel's call (direct_primitives.cuh, "pushed calls"). Everything it loads before its
+// stores goes out together, ahead of one __syncthreads: the channel's staged-call count and
+// cleaned epoch (thread 0), the peers' windows (a thread each), the abort word, and each thread's
+// first line of input: one round trip before the stores, not one after each __syncthreads.
+//
+// Its lines are flagged (k + 1) mod 2^32; the first pushed call of each 2^32 calls of a channel
+// (epoch (k + 1) >> 32, counted from 1) is staged instead, and zeroes the push areas
+// (clean_push_area), so that no line carries a flag of an earlier epoch. Each channel records the
+// epoch in a word of its own (no block reads a word another block of the same kernel writes); the
+// next call's kernel, which reads them, starts after the zeroing.
+template <class K, class Algo, class Params, class Prims, class Rank>
+__device__ void pushed_call(const Params& p, Prims& prims, const Rank& mine, int channel, int& aborted) {
+  __shared__ std::uint64_t staged_k, cleaned;
+  coll_args a = mine.args;
+  a.channel = channel;
+  a.nchannels = static_cast<int>(gridDim.x);
+  const range r = channel_range(a.count, channel, a.nchannels, prims.align_elems());
+  const auto first = prims.pushed_line(r, threadIdx.x);
+  char* window = static_cast<char*>(p.stage);
+  prims.load_windows(window);
+  if (threadIdx.x == 0) {
+    const std::uint64_t k = p.h.staged_calls[channel], epoch = p.h.staged_calls[p.h.nchannels + channel];
+    const bool failed = world_aborted(p.h.entry_abort);
+    staged_k = k;
+    cleaned = epoch;
+    aborted = failed;
+  }
+  __syncthreads();
+  const std::uint64_t k = staged_k;
+  if (threadIdx.x == 0) advance_staged_calls(p.h, channel, k);
+  if ((k + 1) >> 32 == cleaned) {
+    prims.pushed_all_reduce(k, r, first);
+    return;
+  }
+  if (p.nlocal == p.h.nranks) prims.use_launch_buffers(p.rank);  // this launch carries every rank
+  prims.publish_buffers();  // this rank's own input, which its reduce reads (the entry barrier publishes it)
+  prims.stage_input(window, static_cast<std::size_t>(2 + (k & 1)) * p.h.window_bytes, r);
+  Algo::run(K{}, prims, a);
+  if (channel == 0) prims.clean_push_area(window);
+  if (threadIdx.x == 0) {
+    const std::uint64_t epoch = (k + 1) >> 32;
+    p.h.staged_calls[p.h.nchannels + channel] = epoch;
+    if (channel == 0)  // and for the channels this call does not run (their counts advanced too)
+      for (int c = static_cast<int>(gridDim.x); c < p.h.nchannels; ++c) p.h.staged_calls[p.h.nchannels + c] = epoch;
+  }
 }
 
 // Hidden visibility on a kernel instantiated with a user's type of internal linkage (an epilogue
@@ -81,7 +145,7 @@ constexpr std::size_t kernel_smem_bytes(int nranks) {
 #pragma nv_diag_suppress 1407
 template <class K, class Algo, class T, class Op, class Tuning, class Handle, bool Pushed = false>
 COLLCOMM_KERNEL void __launch_bounds__(Tuning::threads)
-    collective_kernel(const __grid_constant__ kernel_params<Handle, T, Op> p) {
+    collective_kernel(const __grid_constant__ launch_params<Handle, T, Op, Pushed> p) {
   constexpr bool direct = Algo::needs_direct;
   static_assert(!Pushed || pushes_small_calls<K, Algo, T>(), "collcomm: a pushed kernel of a composition that pushes");
   static_assert(!direct || Handle::load_store,
@@ -89,7 +153,7 @@ COLLCOMM_KERNEL void __launch_bounds__(Tuning::threads)
                 "FIFO messages only: use ring, tree, recursive_doubling or pairwise");
   extern __shared__ std::uint64_t smem_steps[];  // (send | recv | head seen, peer), then (rank) pointers
   __shared__ int aborted;
-  const rank_params<T, Op>& mine = p.rank[blockIdx.y];
+  const rank_params<T, Op>& mine = p.rank[Pushed ? 0 : blockIdx.y];
   const int channel = static_cast<int>(blockIdx.x);
   const int n = p.h.nranks;
   std::uint64_t* global_steps = p.h.rank_steps(mine.args.rank, channel);  // (peer, {send, recv})
@@ -102,12 +166,18 @@ COLLCOMM_KERNEL void __launch_bounds__(Tuning::threads)
     }
   // A world that failed stays failed: later kernels of this GPU return at once (entry_abort is
   // this GPU's own memory; a world whose abort word is host memory is refused by the host too).
-  if (threadIdx.x == 0) aborted = world_aborted(p.h.entry_abort);
+  // A pushed kernel loads it beside its other loads (pushed_call).
+  if constexpr (!Pushed)
+    if (threadIdx.x == 0) aborted = world_aborted(p.h.entry_abort);
 
   block_primitives<Handle, T, Op, typename Tuning::protocol> prims(
       p.h, mine.in, mine.out, mine.op, mine.args.rank, channel, smem_steps, smem_steps + n, smem_steps + 2 * n,
       reinterpret_cast<const void**>(smem_steps + 3 * n), &aborted);
   prims.set_call(mine.call);
+  if constexpr (Pushed) {
+    pushed_call<K, Algo>(p, prims, mine, channel, aborted);
+    return;
+  }
   if constexpr (direct) {
     if (p.nlocal == n) prims.use_launch_buffers(p.rank);  // this launch carries every rank
     prims.publish_buffers();
@@ -117,55 +187,22 @@ COLLCOMM_KERNEL void __launch_bounds__(Tuning::threads)
   coll_args a = mine.args;
   a.channel = channel;
   a.nchannels = static_cast<int>(gridDim.x);
-  std::uint64_t clean_epoch = 0;  // a pushed kernel's call that cleans the push areas for this epoch (below)
   if constexpr (stages_channel_range<K, Algo>()) {
     if (p.stage) {  // the schedule's entry barrier publishes these stores (bar.sync, then a fence)
       // Which half of the window's two staging halves: this channel's count of staged calls, the
       // same on every rank (every rank makes the same calls); p.stage is the window's start.
       __shared__ std::size_t half_at;
-      __shared__ std::uint64_t staged_k, cleaned;
-      if constexpr (Pushed) prims.load_windows(static_cast<char*>(p.stage));
       if (threadIdx.x == 0) {
         const std::uint64_t k = p.h.staged_calls[channel];
-        if constexpr (Pushed) cleaned = p.h.staged_calls[p.h.nchannels + channel];
-        p.h.staged_calls[channel] = k + 1;
-        // The channels this call does not run advance too: every channel's count stays the same,
-        // so that calls on fewer channels and calls on more pick the same half (a channel left
-        // behind would stage into the half a peer may still read for the call before).
-        if (channel == 0)
-          for (int c = static_cast<int>(gridDim.x); c < p.h.nchannels; ++c) p.h.staged_calls[c] = k + 1;
+        advance_staged_calls(p.h, channel, k);
         half_at = static_cast<std::size_t>(2 + (k & 1)) * p.h.window_bytes;
-        if constexpr (Pushed) staged_k = k;
       }
       __syncthreads();
-      if constexpr (Pushed) {
-        // Pushed calls flag their lines (k + 1) mod 2^32; the first pushed call of each 2^32 calls
-        // of a channel (epoch (k + 1) >> 32, counted from 1) is staged instead, and zeroes the push
-        // areas (clean_push_area), so that no line carries a flag of an earlier epoch. Each channel
-        // records the epoch in a word of its own (no block reads a word another block of the same
-        // kernel writes); the next call's kernel, which reads them, starts after the zeroing.
-        const std::uint64_t k = staged_k;
-        if ((k + 1) >> 32 == cleaned) {
-          prims.pushed_all_reduce(k, channel_range(a.count, channel, a.nchannels, prims.align_elems()));
-          return;
-        }
-        clean_epoch = (k + 1) >> 32;
-      }
       prims.stage_input(static_cast<char*>(p.stage), half_at,
                         channel_range(a.count, channel, a.nchannels, prims.align_elems()));
     }
   }
   Algo::run(K{}, prims, a);
-  if constexpr (Pushed)
-    if (clean_epoch) {
-      if (channel == 0) prims.clean_push_area(static_cast<char*>(p.stage));
-      if (threadIdx.x == 0) {
-        p.h.staged_calls[p.h.nchannels + channel] = clean_epoch;
-        if (channel == 0)  // and for the channels this call does not run (their counts advanced too)
-          for (int c = static_cast<int>(gridDim.x); c < p.h.nchannels; ++c)
-            p.h.staged_calls[p.h.nchannels + c] = clean_epoch;
-      }
-    }
 
   if constexpr (!direct) {
     __syncthreads();

@@ -186,18 +186,23 @@ struct direct_family {
     }
   }
 
-  __device__ static void pushed_all_reduce(State& c, std::uint64_t k, range r) {
-    using scope = typename State::handle_type::scope;
-    using push_line = typename ll_fifo<State>::line_t;  // ll's lines (elements of 1, 2, 4 or 8 bytes)
-    constexpr int epl = ll_fifo<State>::epl;
-    // This rank's line j of range r (elements past the range are zero).
-    auto own_line = [&](index_t j) {
-      push_line v;
-      v.u = 0;
+  using push_line = typename ll_fifo<State>::line_t;  // ll's lines (elements of 1, 2, 4 or 8 bytes)
+  static constexpr int epl = ll_fifo<State>::epl;
+  // This rank's line j of range r (elements past the range, and lines past its end, are zero).
+  __device__ static push_line pushed_line(const State& c, range r, index_t j) {
+    push_line v;
+    v.u = 0;
 #pragma unroll
-      for (int e = 0; e < epl; ++e)
-        if (j * epl + e < r.size) v.t[e] = c.in[r.begin + j * epl + e];
-      return v;
+    for (int e = 0; e < epl; ++e)
+      if (j * epl + e < r.size) v.t[e] = c.in[r.begin + j * epl + e];
+    return v;
+  }
+
+  // first_line: pushed_line(c, r, threadIdx.x), loaded before the kernel's __syncthreads.
+  __device__ static void pushed_all_reduce(State& c, std::uint64_t k, range r, const push_line& first_line) {
+    using scope = typename State::handle_type::scope;
+    auto own_line = [&](index_t j) {
+      return j == static_cast<index_t>(threadIdx.x) ? first_line : pushed_line(c, r, j);
     };
     if (*c.aborted || r.size == 0) return;  // r.size: the same on every rank that makes this call
     const int n = c.h.nranks, me = c.rank;

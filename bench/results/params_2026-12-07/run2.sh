@@ -10,7 +10,7 @@
 #                     result unused (touch.patch): the translation of the pages the stores (peers) and
 #                     polls (its own) go to, during the prologue
 #   bench_mp_touch2   that, and a word of the output (touch2.patch)
-#   collcomm_bench_mp 1d4c585 (the base)
+#   collcomm_bench_mp 1d4c585 (the base); test_gpu_mp_touch, test_gpu_mp_touch2: test_gpu_mp on each variant
 # and the pushed kernels' machine code (cuobjdump). Sections in order of need, within LIMIT s.
 #   bash bench/results/params_2026-12-07/run2.sh OUT
 # Binaries: .deps/bins2.tar.xz, unpacked into .deps/bin first.
@@ -53,3 +53,9 @@ if time_left 20 "sass"; then
   echo "[$SECONDS s] sass of pushed kernels: $(grep -c 'Function :' "$OUT/sass_pushed.txt") functions" | summary
   gzip -9 "$OUT/sass_pushed.txt"
 fi
+# The multi-process tests of pushed calls on the touching variants (touch.patch, touch2.patch).
+for v in test_gpu_mp_touch test_gpu_mp_touch2; do
+  time_left 25 "$v" || break
+  ( time timeout 60 $B/$v --only 'mp: pushed*,mp fault: processes that disagree*,mp fault: a pushed*' ) > "$OUT/$v.log" 2>&1
+  echo "[$SECONDS s] $v rc=$? $(doctest_counts "$OUT/$v.log")" | summary
+done

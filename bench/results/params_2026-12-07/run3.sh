@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Device call 3: the pushed call's handle fields held in registers (hoist.patch: the push areas'
+# geometry read once, not reloaded after every store and load, which are asm that clobbers memory),
+# and that with the epoch's staged call out of line (hoist2.patch: the common path one stretch of
+# code), against the base, in turn; where the time goes with the first (bench_mp_hoistmarks:
+# fmarks.patch on hoist.patch); the multi-process tests on both.
+#   collcomm_bench_mp 1d4c585 (the base); bench_mp_hoist, bench_mp_hoist2; bench_mp_hoistmarks;
+#   test_gpu_mp_hoist, test_gpu_mp_hoist2
+#   bash bench/results/params_2026-12-07/run3.sh OUT
+# Binaries: .deps/bins3.tar.xz, unpacked into .deps/bin first.
+set -u
+OUT=${1:?usage: run3.sh OUT}
+LIMIT=${LIMIT:-380}
+B=.deps/bin
+mkdir -p "$OUT"
+. bench/scripts/common.sh
+record_env "$OUT"
+export NCCL_NVLS_ENABLE=0
+time_left() { (( SECONDS < LIMIT - ${1:-0} )) || { echo "[$SECONDS s] out of time before $2" | summary; return 1; }; }
+start_mps && echo "MPS daemon started" | summary
+one() {  # VARIANT N GRAPH
+  echo "== $1 n=$2 one_shot -C 1 graph=$3"
+  timeout 40 $B/$1 -n $2 -k all_reduce -a one_shot -C 1 -b 8 -e 8K -f 4 -G $3 -w 50 -i 200
+  echo "rc=$?"
+}
+ab() {  # ROUND
+  for v in collcomm_bench_mp bench_mp_hoist bench_mp_hoist2; do one $v 8 1; one $v 2 1; one $v 8 0; one $v 4 1; done >> "$OUT/latency.txt" 2>&1
+  echo "[$SECONDS s] A/B round $1: $(grep -c 'rc=0' "$OUT/latency.txt") runs rc=0 so far" | summary
+}
+time_left 60 "A/B round 1" && ab 1
+if time_left 30 "marks"; then
+  for n in 8 2; do
+    echo "== bench_mp_hoistmarks n=$n"
+    timeout 40 $B/bench_mp_hoistmarks -n $n -k all_reduce -a one_shot -C 1 -b 8 -e 2K -f 16 -G 1 -w 50 -i 200
+    echo "rc=$?"
+  done > "$OUT/marks.txt" 2>&1
+  echo "[$SECONDS s] marks: $(grep -c 'rc=0' "$OUT/marks.txt") of 2 runs rc=0" | summary
+  grep -h "^marks" "$OUT/marks.txt" | sed 's/ (1\.[0-9]* GHz), ns median\/mean://' | summary
+fi
+time_left 60 "A/B round 2" && ab 2
+test_run() {  # BINARY PATTERN LIMIT
+  time_left 25 "$1 '$2'" || return 1
+  ( time timeout "$3" $B/$1 --only "$2" ) > "$OUT/$1.log" 2>&1
+  echo "[$SECONDS s] $1 '$2' rc=$? $(doctest_counts "$OUT/$1.log")" | summary
+}
+test_run test_gpu_mp_hoist2 'mp: pushed*,mp fault: processes that disagree*,mp fault: a pushed*,mp: every*' 150
+test_run test_gpu_mp_hoist 'mp: pushed*,mp fault: processes that disagree*,mp fault: a pushed*' 60
+ls /dev/shm | grep collcomm && echo "LEFT IN /dev/shm" | summary

@@ -152,18 +152,18 @@ struct direct_family {
   };
 
   // Polls the lines of peers q0 + i (bit i of `pending`) together until each carries flag k + 1;
-  // line0 is peer 0's line (regions are push_region_bytes apart). False: stalled or aborted.
+  // line is peer q0's line, the next peer's `stride` words on. False: stalled or aborted.
   template <int B>
   __device__ static bool wait_lines(State& c, std::uint64_t k, int q0, unsigned pending, std::uint64_t (&a)[B],
-                                    std::uint64_t (&b)[B], const std::uint64_t* line0) {
+                                    std::uint64_t (&b)[B], const std::uint64_t* line, std::size_t stride) {
     using scope = typename State::handle_type::scope;
     const std::uint32_t f = static_cast<std::uint32_t>(k + 1);
-    const std::size_t stride = transport::push_region_bytes(c.h.nchannels) / 8;
     const std::uint64_t start = cuda::ptx::get_sreg_globaltimer();
     for (unsigned spin = 1; pending; ++spin) {
+      const std::uint64_t* l = line;
 #pragma unroll
-      for (int i = 0; i < B; ++i)
-        if (pending & (1u << i)) ll_load<scope>(line0 + (q0 + i) * stride, a[i], b[i]);
+      for (int i = 0; i < B; ++i, l += stride)
+        if (pending & (1u << i)) ll_load<scope>(l, a[i], b[i]);
 #pragma unroll
       for (int i = 0; i < B; ++i)
         if ((pending & (1u << i)) && ll_arrived(a[i], b[i], f)) pending &= ~(1u << i);
@@ -222,6 +222,8 @@ struct direct_family {
     const index_t header = 2 * c.channel, data = 2 * (c.h.nchannels + first);  // in 8-byte words of a region
     const push_part push_region(c, k);
     const std::uint32_t call = c.call & 0x7fffffffu;
+    const std::size_t stride = push_region.region / 8;                // from one peer's line to the next's
+    const std::uint64_t* const received = push_region(me, 0) + data;  // peer q's line j: + q * stride + 2 * j
 
 #pragma unroll 1
     for (index_t j = threadIdx.x; j < lines; j += blockDim.x) {
@@ -254,9 +256,11 @@ struct direct_family {
 #pragma unroll 1
       for (int q0 = 0; q0 < n; q0 += B) {
         std::uint64_t a[B], b[B];
+        const std::uint64_t* const line = received + q0 * stride + 2 * j;
+        const std::uint64_t* l = line;
 #pragma unroll
-        for (int i = 0; i < B; ++i)
-          if (q0 + i < n && q0 + i != me) ll_load<scope>(push_region(me, q0 + i) + data + 2 * j, a[i], b[i]);
+        for (int i = 0; i < B; ++i, l += stride)
+          if (q0 + i < n && q0 + i != me) ll_load<scope>(l, a[i], b[i]);
         if (!header_checked) {
           check_header(c, hq, k, push_region(me, hq) + header, ha, hb, size);
           header_checked = true;
@@ -267,7 +271,7 @@ struct direct_family {
 #pragma unroll
         for (int i = 0; i < B; ++i)
           if (q0 + i < n && q0 + i != me && !ll_arrived(a[i], b[i], f)) pending |= 1u << i;
-        if (pending && !wait_lines(c, k, q0, pending, a, b, push_region(me, 0) + data + 2 * j)) break;
+        if (pending && !wait_lines(c, k, q0, pending, a, b, line, stride)) break;
 #pragma unroll
         for (int i = 0; i < B; ++i) {
           const int q = q0 + i;

@@ -96,28 +96,39 @@ __device__ bool pushed_call_fast(const Params& p, std::uint32_t align) {
   const std::uint32_t lines = (size * static_cast<std::uint32_t>(sizeof(T)) + 7) / 8;
   const T* const in = mine.in + begin;
 
-  // One round of loads: this thread's lines of input, a rank's window, and (thread 0) the count,
-  // the epoch and the abort word.
-  line_t first;
-  first.u = 0;
-#pragma unroll 1
-  for (std::uint32_t j = t; j < lines; j += nt) {
+  // One round of loads, all issued before any is used: this thread's first line of input, a
+  // rank's window, and (thread 0) the count, the epoch and the abort word; into shared memory after.
+  auto input_line = [&](std::uint32_t j) {  // zero past the range
     line_t v;
     v.u = 0;
 #pragma unroll
     for (int e = 0; e < epl; ++e)
       if (j * epl + e < size) v.t[e] = in[j * epl + e];
-    if (j == t) first = v;
-    own_lines[j] = v.u;
-  }
-#pragma unroll 1
-  for (int r = static_cast<int>(t); r < n; r += static_cast<int>(nt))
-    windows[r] =
-        r == me ? static_cast<char*>(p.stage) : static_cast<char*>(const_cast<void*>(p.h.buffers[channel * n + r].in));
+    return v;
+  };
+  auto window_of = [&](int r) {
+    return r == me ? static_cast<char*>(p.stage)
+                   : static_cast<char*>(const_cast<void*>(p.h.buffers[channel * n + r].in));
+  };
+  const line_t first = input_line(t);
+  char* const window = static_cast<int>(t) < n ? window_of(static_cast<int>(t)) : nullptr;
+  std::uint64_t k0 = 0, epoch0 = 0;
+  bool failed0 = false;
   if (t == 0) {
-    staged_k = p.h.staged_calls[channel];
-    cleaned = p.h.staged_calls[p.h.nchannels + channel];
-    entry_failed = world_aborted(p.h.entry_abort);
+    k0 = p.h.staged_calls[channel];
+    epoch0 = p.h.staged_calls[p.h.nchannels + channel];
+    failed0 = world_aborted(p.h.entry_abort);
+  }
+  if (t < lines) own_lines[t] = first.u;
+#pragma unroll 1
+  for (std::uint32_t j = t + nt; j < lines; j += nt) own_lines[j] = input_line(j).u;
+  if (static_cast<int>(t) < n) windows[t] = window;
+#pragma unroll 1
+  for (int r = static_cast<int>(t + nt); r < n; r += static_cast<int>(nt)) windows[r] = window_of(r);
+  if (t == 0) {
+    staged_k = k0;
+    cleaned = epoch0;
+    entry_failed = failed0;
   }
   __syncthreads();
   const std::uint64_t k = staged_k;
@@ -130,7 +141,8 @@ __device__ bool pushed_call_fast(const Params& p, std::uint32_t align) {
   const std::size_t at = 4 * p.h.window_bytes + (k & 1) * static_cast<std::size_t>(n) * region;
   const std::size_t data = 16 * (static_cast<std::size_t>(p.h.nchannels) + begin * sizeof(T) / 8);  // bytes
   const std::size_t header = 16 * static_cast<std::size_t>(channel);
-  char* const received = windows[me] + at;  // peer q's line j: + q * region + data + 16 j
+  const std::size_t to_peer = at + me * region;  // this rank's region in a peer's part
+  char* const received = windows[me] + at;      // peer q's region here: + q * region
   std::uint32_t* const abort_word = p.h.abort;
   const std::uint64_t timeout_ns = p.h.timeout_ns;
   const std::uint32_t pairs = lines * static_cast<std::uint32_t>(n - 1);
@@ -140,99 +152,121 @@ __device__ bool pushed_call_fast(const Params& p, std::uint32_t align) {
     const int q = me + 1 + static_cast<int>(i);
     return q < n ? q : q - n;
   };
+  auto next_pair = [&](std::uint32_t& i, std::uint32_t& j) {
+    i += di;
+    j += dj;
+    if (j >= lines) j -= lines, ++i;
+  };
+  constexpr int U = 4;  // pairs a thread has in flight at once
 
-  // Stores: this rank's line j into its region of peer q's part, and its header to each peer,
-  // peer me + 1 + i (mod n) from thread i mod nt.
+  // Stores: this rank's line j into its region of peer q's part, U at a time (addresses and lines
+  // first: each store is asm that clobbers memory); its header to each peer, peer me + 1 + i
+  // (mod n) from thread i mod nt.
   {
     std::uint32_t i = i0, j = j0;
 #pragma unroll 1
-    for (std::uint32_t pr = t; pr < pairs; pr += nt) {
-      line_t v;
-      v.u = j == t ? first.u : own_lines[j];
-      const int q = peer_of(i);
-      ll_store<scope>(reinterpret_cast<std::uint64_t*>(windows[q] + at + me * region + data + 16 * j), ll_lo(v.w[0], f),
-                      ll_hi(v.w[1], f));
-      i += di;
-      j += dj;
-      if (j >= lines) j -= lines, ++i;
+    for (std::uint32_t pr = t; pr < pairs; pr += U * nt) {
+      std::uint64_t* dst[U];
+      line_t v[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int q = pr + u * nt < pairs ? peer_of(i) : me;  // (windows holds n ranks)
+        dst[u] = reinterpret_cast<std::uint64_t*>(windows[q] + to_peer + data + 16 * j);
+        v[u].u = j == t ? first.u : own_lines[j];
+        next_pair(i, j);
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (pr + u * nt < pairs) ll_store<scope>(dst[u], ll_lo(v[u].w[0], f), ll_hi(v[u].w[1], f));
     }
   }
 #pragma unroll 1
   for (std::uint32_t i = t; i < static_cast<std::uint32_t>(n - 1); i += nt)
-    ll_store<scope>(reinterpret_cast<std::uint64_t*>(windows[peer_of(i)] + at + me * region + header), ll_lo(call, f),
+    ll_store<scope>(reinterpret_cast<std::uint64_t*>(windows[peer_of(i)] + to_peer + header), ll_lo(call, f),
                     ll_hi(size, f));
 
-  // Polls: the headers of the peers this thread stored its header to, each awaited and checked
-  // first (a peer of another call or size is reported as such, not as lines that never came);
-  // then this thread's pairs, U at a time, all loaded before any is awaited.
+  // Polls: this thread's pairs, U at a time, all loaded before any is awaited — the first U go out
+  // before the headers are awaited. The headers of the peers this thread stored its header to are
+  // each awaited and checked first (a peer of another call or size is reported as such, not as
+  // lines that never came).
+  std::uint64_t a[U] = {}, b[U] = {};
+  const std::uint64_t* src[U];
+  int from[U];
+  std::uint32_t pi = i0, pj = j0;
+  auto issue = [&](std::uint32_t pr) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      from[u] = peer_of(pi);
+      src[u] = reinterpret_cast<const std::uint64_t*>(received + from[u] * region + data + 16 * pj);
+      if (pr + u * nt < pairs) ll_load<scope>(src[u], a[u], b[u]);
+      next_pair(pi, pj);
+    }
+  };
+  issue(t);
   bool bad = false;
 #pragma unroll 1
   for (std::uint32_t i = t; i < static_cast<std::uint32_t>(n - 1) && !bad; i += nt) {
     const int q = peer_of(i);
-    const auto* src = reinterpret_cast<const std::uint64_t*>(received + q * region + header);
-    std::uint64_t a, b;
-    ll_load<scope>(src, a, b);
+    const auto* h = reinterpret_cast<const std::uint64_t*>(received + q * region + header);
+    std::uint64_t ha, hb;
+    ll_load<scope>(h, ha, hb);
     const wait_result w =
-        ll_arrived(a, b, f) ? wait_result::ok : pushed_wait<scope>(src, f, a, b, abort_word, timeout_ns);
+        ll_arrived(ha, hb, f) ? wait_result::ok : pushed_wait<scope>(h, f, ha, hb, abort_word, timeout_ns);
     if (w != wait_result::ok) {
       pushed_stall(p.h, me, channel, q, k, transport::stall_recv, w, 0, 0);
       bad = true;
-    } else if (static_cast<std::uint32_t>(a) != call || static_cast<std::uint32_t>(b) != size) {
-      const std::uint32_t theirs = static_cast<std::uint32_t>(a) & 0x7fffffffu;
+    } else if (static_cast<std::uint32_t>(ha) != call || static_cast<std::uint32_t>(hb) != size) {
+      const std::uint32_t theirs = static_cast<std::uint32_t>(ha) & 0x7fffffffu;
       pushed_stall(p.h, me, channel, q, k, theirs != call ? transport::stall_call : transport::stall_size,
                    wait_result::timeout, call, theirs);
       bad = true;
     }
   }
-  constexpr int U = 4;
-  {
-    std::uint32_t i = i0, j = j0;
 #pragma unroll 1
-    for (std::uint32_t pr = t; pr < pairs && !bad; pr += U * nt) {
-      std::uint64_t a[U], b[U];
-      const std::uint64_t* src[U];
-      int from[U];
+  for (std::uint32_t pr = t; pr < pairs && !bad;) {
 #pragma unroll
-      for (int u = 0; u < U; ++u) {
-        from[u] = peer_of(i);
-        src[u] = reinterpret_cast<const std::uint64_t*>(received + from[u] * region + data + 16 * j);
-        if (pr + u * nt < pairs) ll_load<scope>(src[u], a[u], b[u]);
-        i += di;
-        j += dj;
-        if (j >= lines) j -= lines, ++i;
-      }
-#pragma unroll
-      for (int u = 0; u < U; ++u)
-        if (!bad && pr + u * nt < pairs) {
-          if (!ll_arrived(a[u], b[u], f)) {
-            const wait_result w = pushed_wait<scope>(src[u], f, a[u], b[u], abort_word, timeout_ns);
-            if (w != wait_result::ok) {
-              pushed_stall(p.h, me, channel, from[u], k, transport::stall_recv, w, 0, 0);
-              bad = true;
-            }
+    for (int u = 0; u < U; ++u)
+      if (!bad && pr + u * nt < pairs) {
+        if (!ll_arrived(a[u], b[u], f)) {
+          const wait_result w = pushed_wait<scope>(src[u], f, a[u], b[u], abort_word, timeout_ns);
+          if (w != wait_result::ok) {
+            pushed_stall(p.h, me, channel, from[u], k, transport::stall_recv, w, 0, 0);
+            bad = true;
           }
-          peer_lines[pr + u * nt] = static_cast<std::uint32_t>(a[u]) | (b[u] << 32);
         }
-    }
+        peer_lines[pr + u * nt] = static_cast<std::uint32_t>(a[u]) | (b[u] << 32);
+      }
+    pr += U * nt;
+    if (pr < pairs && !bad) issue(pr);
   }
   // A failed call leaves the output untouched.
   if (__syncthreads_or(bad)) return true;
 
-  // Each thread's lines, reduced in rank order (this rank's own input for itself), written out.
+  // Each thread's lines, reduced in rank order (this rank's own input for itself), 8 ranks' lines
+  // loaded at once, and written out.
   T* const out = mine.out + begin;
 #pragma unroll 1
   for (std::uint32_t j = t; j < lines; j += nt) {
+    const std::uint64_t own = j == t ? first.u : own_lines[j];
     acc_t acc[epl];
 #pragma unroll 1
-    for (int q = 0; q < n; ++q) {
-      line_t v;
-      v.u = q == me ? (j == t ? first.u : own_lines[j])
-                    : peer_lines[static_cast<std::uint32_t>(q > me ? q - me - 1 : q + n - me - 1) * lines + j];
+    for (int q0 = 0; q0 < n; q0 += 8) {
+      line_t v[8];
 #pragma unroll
-      for (int e = 0; e < epl; ++e) {
-        const acc_t x = apply_pre(mine.op, to_accum(v.t[e]));
-        acc[e] = q == 0 ? x : static_cast<acc_t>(mine.op(acc[e], x));
+      for (int u = 0; u < 8; ++u) {
+        const int q = q0 + u;
+        v[u].u = q >= n    ? 0
+                 : q == me ? own
+                           : peer_lines[static_cast<std::uint32_t>(q > me ? q - me - 1 : q + n - me - 1) * lines + j];
       }
+#pragma unroll
+      for (int u = 0; u < 8; ++u)
+        if (q0 + u < n)
+#pragma unroll
+          for (int e = 0; e < epl; ++e) {
+            const acc_t x = apply_pre(mine.op, to_accum(v[u].t[e]));
+            acc[e] = q0 + u == 0 ? x : static_cast<acc_t>(mine.op(acc[e], x));
+          }
     }
 #pragma unroll
     for (int e = 0; e < epl; ++e)

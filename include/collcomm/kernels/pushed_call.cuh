@@ -185,24 +185,10 @@ __device__ bool pushed_call_fast(const Params& p, std::uint32_t align) {
     ll_store<scope>(reinterpret_cast<std::uint64_t*>(windows[peer_of(i)] + to_peer + header), ll_lo(call, f),
                     ll_hi(size, f));
 
-  // Polls: this thread's pairs, U at a time, all loaded before any is awaited — the first U go out
-  // before the headers are awaited. The headers of the peers this thread stored its header to are
-  // each awaited and checked first (a peer of another call or size is reported as such, not as
-  // lines that never came).
-  std::uint64_t a[U] = {}, b[U] = {};
-  const std::uint64_t* src[U];
-  int from[U];
-  std::uint32_t pi = i0, pj = j0;
-  auto issue = [&](std::uint32_t pr) {
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      from[u] = peer_of(pi);
-      src[u] = reinterpret_cast<const std::uint64_t*>(received + from[u] * region + data + 16 * pj);
-      if (pr + u * nt < pairs) ll_load<scope>(src[u], a[u], b[u]);
-      next_pair(pi, pj);
-    }
-  };
-  issue(t);
+  // Polls: the headers of the peers this thread stored its header to, each awaited and checked
+  // first (a peer of another call or size is reported as such, not as lines that never came); then
+  // this thread's pairs, U at a time: loaded together, and those not there yet loaded again
+  // together until all are (one round trip after the last arrival, not one per pair).
   bool bad = false;
 #pragma unroll 1
   for (std::uint32_t i = t; i < static_cast<std::uint32_t>(n - 1) && !bad; i += nt) {
@@ -222,22 +208,46 @@ __device__ bool pushed_call_fast(const Params& p, std::uint32_t align) {
       bad = true;
     }
   }
+  {
+    std::uint32_t i = i0, j = j0;
 #pragma unroll 1
-  for (std::uint32_t pr = t; pr < pairs && !bad;) {
+    for (std::uint32_t pr = t; pr < pairs && !bad; pr += U * nt) {
+      std::uint64_t a[U] = {}, b[U] = {};
+      const std::uint64_t* src[U];
+      unsigned pending = 0;
 #pragma unroll
-    for (int u = 0; u < U; ++u)
-      if (!bad && pr + u * nt < pairs) {
-        if (!ll_arrived(a[u], b[u], f)) {
-          const wait_result w = pushed_wait<scope>(src[u], f, a[u], b[u], abort_word, timeout_ns);
+      for (int u = 0; u < U; ++u) {
+        src[u] = reinterpret_cast<const std::uint64_t*>(received + peer_of(i) * region + data + 16 * j);
+        if (pr + u * nt < pairs) pending |= 1u << u;
+        next_pair(i, j);
+      }
+      const std::uint64_t start = cuda::ptx::get_sreg_globaltimer();
+#pragma unroll 1
+      for (unsigned spin = 1; pending; ++spin) {
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+          if (pending & (1u << u)) ll_load<scope>(src[u], a[u], b[u]);
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+          if ((pending & (1u << u)) && ll_arrived(a[u], b[u], f)) pending &= ~(1u << u);
+        if (pending && (spin & 255u) == 0) {
+          wait_result w = wait_result::ok;
+          if (world_aborted(abort_word))
+            w = wait_result::aborted;
+          else if (cuda::ptx::get_sreg_globaltimer() - start > timeout_ns)
+            w = wait_result::timeout;
           if (w != wait_result::ok) {
-            pushed_stall(p.h, me, channel, from[u], k, transport::stall_recv, w, 0, 0);
+            const std::uint32_t late = pr + (__ffs(static_cast<int>(pending)) - 1) * nt;  // a pair not there
+            pushed_stall(p.h, me, channel, peer_of(late / lines), k, transport::stall_recv, w, 0, 0);
             bad = true;
+            break;
           }
         }
-        peer_lines[pr + u * nt] = static_cast<std::uint32_t>(a[u]) | (b[u] << 32);
       }
-    pr += U * nt;
-    if (pr < pairs && !bad) issue(pr);
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (pr + u * nt < pairs) peer_lines[pr + u * nt] = static_cast<std::uint32_t>(a[u]) | (b[u] << 32);
+    }
   }
   // A failed call leaves the output untouched.
   if (__syncthreads_or(bad)) return true;

@@ -165,19 +165,12 @@ __device__ bool pushed_call_fast(const Params& p, std::uint32_t align) {
   {
     std::uint32_t i = i0, j = j0;
 #pragma unroll 1
-    for (std::uint32_t pr = t; pr < pairs; pr += U * nt) {
-      std::uint64_t* dst[U];
-      line_t v[U];
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        const int q = pr + u * nt < pairs ? peer_of(i) : me;  // (windows holds n ranks)
-        dst[u] = reinterpret_cast<std::uint64_t*>(windows[q] + to_peer + data + 16 * j);
-        v[u].u = j == t ? first.u : own_lines[j];
-        next_pair(i, j);
-      }
-#pragma unroll
-      for (int u = 0; u < U; ++u)
-        if (pr + u * nt < pairs) ll_store<scope>(dst[u], ll_lo(v[u].w[0], f), ll_hi(v[u].w[1], f));
+    for (std::uint32_t pr = t; pr < pairs; pr += nt) {
+      line_t v;
+      v.u = j == t ? first.u : own_lines[j];
+      ll_store<scope>(reinterpret_cast<std::uint64_t*>(windows[peer_of(i)] + to_peer + data + 16 * j),
+                      ll_lo(v.w[0], f), ll_hi(v.w[1], f));
+      next_pair(i, j);
     }
   }
 #pragma unroll 1

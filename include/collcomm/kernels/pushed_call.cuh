@@ -162,7 +162,14 @@ __device__ bool pushed_call_fast(const Params& p, std::uint32_t align) {
   // Stores: this rank's line j into its region of peer q's part, U at a time (addresses and lines
   // first: each store is asm that clobbers memory); its header to each peer, peer me + 1 + i
   // (mod n) from thread i mod nt.
-  {
+  if (pairs <= nt) {  // at most a pair a thread
+    if (t < pairs) {
+      line_t v;
+      v.u = j0 == t ? first.u : own_lines[j0];
+      ll_store<scope>(reinterpret_cast<std::uint64_t*>(windows[peer_of(i0)] + to_peer + data + 16 * j0),
+                      ll_lo(v.w[0], f), ll_hi(v.w[1], f));
+    }
+  } else {
     std::uint32_t i = i0, j = j0;
 #pragma unroll 1
     for (std::uint32_t pr = t; pr < pairs; pr += nt) {
@@ -201,6 +208,21 @@ __device__ bool pushed_call_fast(const Params& p, std::uint32_t align) {
       bad = true;
     }
   }
+  if (pairs <= nt) {  // at most a pair a thread: one line awaited, no batch
+    if (!bad && t < pairs) {
+      const int q = peer_of(i0);
+      const auto* src = reinterpret_cast<const std::uint64_t*>(received + q * region + data + 16 * j0);
+      std::uint64_t a, b;
+      ll_load<scope>(src, a, b);
+      const wait_result w =
+          ll_arrived(a, b, f) ? wait_result::ok : pushed_wait<scope>(src, f, a, b, abort_word, timeout_ns);
+      if (w != wait_result::ok) {
+        pushed_stall(p.h, me, channel, q, k, transport::stall_recv, w, 0, 0);
+        bad = true;
+      }
+      peer_lines[t] = static_cast<std::uint32_t>(a) | (b << 32);
+    }
+  } else
   {
     std::uint32_t i = i0, j = j0;
 #pragma unroll 1

@@ -2,8 +2,8 @@
 // when they run at once (under MPS), with nothing of collcomm: the floor under a world of
 // processes' small calls from a graph (bench/RESULTS.md, "Processes: the floor").
 //
-//   mps_floor N [mode=empty|meet] [calls=200] [reps=9] [launch=graph|stream] [params=0] [smem=0]
-//             [threads=512]
+//   mps_floor N [mode=empty|meet|code] [calls=200] [reps=9] [launch=graph|stream] [params=0] [smem=0]
+//             [threads=512] [code_kb=8] [passes=1]
 //
 // N processes (forked before any CUDA call) each capture `calls` launches of a one-block kernel of
 // `threads` threads into a graph on a stream of their own, replay it once untimed, then `reps` times
@@ -18,6 +18,10 @@
 //           (first and last byte): what a launch's parameter block costs when processes launch at once
 //   smem    bytes of static shared memory the kernel declares and thread 0 touches (0 or 4096)
 //   threads the kernels' block size (1..1024): what a launch of fewer warps saves
+//   code   the kernel's thread 0 runs `code_kb` KiB (2, 8 or 32) of straight-line instructions
+//          (eight independent chains of integer multiply-adds, 16 bytes each) `passes` times: what
+//          running code costs a launch, the first pass (instructions fetched cold, if a launch finds
+//          them so) against the later ones
 #include <cuda/atomic>
 #include <cuda_runtime.h>
 
@@ -115,6 +119,27 @@ void launch_sized(bool meet, bool shared, cudaStream_t s, unsigned long long* co
 
 __global__ void empty_kernel() {}
 
+// Lines: 128-byte lines of instructions per pass (8 multiply-adds each).
+template <int Lines>
+__global__ void code_kernel(unsigned long long* bad, unsigned seed, int passes) {
+  if (threadIdx.x != 0) return;
+  unsigned x[8];
+#pragma unroll
+  for (int c = 0; c < 8; ++c) x[c] = seed + c;
+#pragma unroll 1
+  for (int p = 0; p < passes; ++p) {
+#pragma unroll
+    for (int i = 0; i < Lines; ++i)
+#pragma unroll
+      for (int c = 0; c < 8; ++c) asm volatile("mad.lo.u32 %0, %0, %1, %2;" : "+r"(x[c]) : "r"(seed), "r"(p));
+  }
+  unsigned h = 0;
+#pragma unroll
+  for (int c = 0; c < 8; ++c) h ^= x[c];
+  if (h == 0x9e3779b9u) ++*bad;  // keeps the chains (never checked as wrong: bad is not read back)
+}
+int code_kb = 8, passes = 1;  // arguments of mode `code`
+
 // Thread 0: call k of this process (its own count) arrives at the shared counter and waits for
 // all n. `bad` counts launches that saw the counter past what this call can reach.
 __global__ void meet_kernel(unsigned long long* counter, unsigned long long* calls, unsigned long long* bad, int n) {
@@ -131,6 +156,16 @@ __global__ void meet_kernel(unsigned long long* counter, unsigned long long* cal
 // ones (8 bytes of parameters where only shared memory is asked for).
 void launch_one(bool meet, int params, int smem, cudaStream_t s, unsigned long long* counter, unsigned long long* mine,
                 int n) {
+  if (code_kb > 0) {
+    switch (code_kb) {
+      case 2:
+        return code_kernel<16><<<1, block_threads, 0, s>>>(mine + 1, 12345u, passes);
+      case 8:
+        return code_kernel<64><<<1, block_threads, 0, s>>>(mine + 1, 12345u, passes);
+      default:
+        return code_kernel<256><<<1, block_threads, 0, s>>>(mine + 1, 12345u, passes);
+    }
+  }
   const bool shared = smem > 0;
   switch (params) {
     case 0:
@@ -165,6 +200,8 @@ void run_process(page* p, int me, int n, bool meet, int calls, int reps, bool gr
     meet_host(p, n, ++round);
     if (me != 0)
       CK(cudaIpcOpenMemHandle(reinterpret_cast<void**>(&counter), p->counter, cudaIpcMemLazyEnablePeerAccess));
+  }
+  if (meet || code_kb > 0) {  // this process's call count and count of bad launches
     CK(cudaMalloc(&mine, 2 * sizeof(unsigned long long)));
     CK(cudaMemset(mine, 0, 2 * sizeof(unsigned long long)));
   }
@@ -226,14 +263,17 @@ int main(int argc, char** argv) {
   const int params = argc > 6 ? std::atoi(argv[6]) : 0;
   const int smem = argc > 7 ? std::atoi(argv[7]) : 0;
   block_threads = argc > 8 ? std::atoi(argv[8]) : 512;
-  if (n < 1 || n > max_procs || calls < 1 || reps < 1 || (mode != "empty" && mode != "meet") ||
+  code_kb = mode == "code" ? (argc > 9 ? std::atoi(argv[9]) : 8) : 0;
+  passes = argc > 10 ? std::atoi(argv[10]) : 1;
+  if (n < 1 || n > max_procs || calls < 1 || reps < 1 || (mode != "empty" && mode != "meet" && mode != "code") ||
+      (mode == "code" && ((code_kb != 2 && code_kb != 8 && code_kb != 32) || passes < 1 || passes > 64)) ||
       (launch != "graph" && launch != "stream") ||
       (params != 0 && params != 8 && params != 256 && params != 2432 && params != 4096) ||
       (smem != 0 && smem != 4096) ||
       block_threads < 1 || block_threads > 1024) {
     std::fprintf(stderr,
-                 "usage: mps_floor N(1..%d) [empty|meet] [calls] [reps] [graph|stream] [params: 0|8|256|2432|4096] "
-                 "[smem: 0|4096] [threads: 1..1024]\n",
+                 "usage: mps_floor N(1..%d) [empty|meet|code] [calls] [reps] [graph|stream] [params: 0|8|256|2432|4096] "
+                 "[smem: 0|4096] [threads: 1..1024] [code_kb: 2|8|32] [passes: 1..64]\n",
                  max_procs);
     return 2;
   }
@@ -257,8 +297,10 @@ int main(int argc, char** argv) {
       bad = 1;
     }
   }
-  std::printf("mps_floor n=%d mode=%s launch=%s calls=%d reps=%d params=%d smem=%d threads=%d:", n, mode.c_str(),
+  std::printf("mps_floor n=%d mode=%s launch=%s calls=%d reps=%d params=%d smem=%d threads=%d", n, mode.c_str(),
               launch.c_str(), calls, reps, params, smem, block_threads);
+  if (code_kb > 0) std::printf(" code_kb=%d passes=%d", code_kb, passes);
+  std::printf(":");
   if (bad) {
     std::printf(" a process failed\n");
     return 1;

@@ -3,9 +3,10 @@
 # geometry read once, not reloaded after every store and load, which are asm that clobbers memory),
 # and that with the epoch's staged call out of line (hoist2.patch: the common path one stretch of
 # code), against the base, in turn; where the time goes with the first (bench_mp_hoistmarks:
-# fmarks.patch on hoist.patch); the multi-process tests on both.
+# fmarks.patch on hoist.patch); the multi-process tests on both; what straight-line code costs a
+# launch (mps_floor's mode `code`: 2, 8, 32 KiB run once or twice, 1 and 8 processes).
 #   collcomm_bench_mp 1d4c585 (the base); bench_mp_hoist, bench_mp_hoist2; bench_mp_hoistmarks;
-#   test_gpu_mp_hoist, test_gpu_mp_hoist2
+#   test_gpu_mp_hoist, test_gpu_mp_hoist2; mps_floor
 #   bash bench/results/params_2026-12-07/run3.sh OUT
 # Binaries: .deps/bins3.tar.xz, unpacked into .deps/bin first.
 set -u
@@ -47,3 +48,13 @@ time_left 60 "A/B round 2" && ab 2
 test_run test_gpu_mp_hoist hoist_pushed 'mp: pushed*,mp fault: processes that disagree*,mp fault: a pushed*' 60
 test_run test_gpu_mp_hoist2 hoist2_every 'mp: every*' 120
 ls /dev/shm | grep collcomm && echo "LEFT IN /dev/shm" | summary
+for n in 1 8; do
+  for kb in 2 8 32; do
+    for passes in 1 2; do
+      time_left 10 "mps_floor code" || break 3
+      timeout 30 $B/mps_floor $n code 200 9 graph 0 0 512 $kb $passes
+      echo "rc=$?"
+    done
+  done
+done > "$OUT/mps_floor_code.txt" 2>&1
+grep -h "mps_floor n=" "$OUT/mps_floor_code.txt" | sed 's/ \[[1-9][0-9]*\] [^ ]* ([^)]*)//g' | summary

@@ -269,12 +269,12 @@ int main(int argc, char** argv) {
       (mode == "code" && ((code_kb != 2 && code_kb != 8 && code_kb != 32) || passes < 1 || passes > 64)) ||
       (launch != "graph" && launch != "stream") ||
       (params != 0 && params != 8 && params != 256 && params != 2432 && params != 4096) ||
-      (smem != 0 && smem != 4096) ||
-      block_threads < 1 || block_threads > 1024) {
-    std::fprintf(stderr,
-                 "usage: mps_floor N(1..%d) [empty|meet|code] [calls] [reps] [graph|stream] [params: 0|8|256|2432|4096] "
-                 "[smem: 0|4096] [threads: 1..1024] [code_kb: 2|8|32] [passes: 1..64]\n",
-                 max_procs);
+      (smem != 0 && smem != 4096) || block_threads < 1 || block_threads > 1024) {
+    std::fprintf(
+        stderr,
+        "usage: mps_floor N(1..%d) [empty|meet|code] [calls] [reps] [graph|stream] [params: 0|8|256|2432|4096] "
+        "[smem: 0|4096] [threads: 1..1024] [code_kb: 2|8|32] [passes: 1..64]\n",
+        max_procs);
     return 2;
   }
   void* m = mmap(nullptr, sizeof(page), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);

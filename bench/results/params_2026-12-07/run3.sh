@@ -2,11 +2,13 @@
 # Device call 3: the pushed call's handle fields held in registers (hoist.patch: the push areas'
 # geometry read once, not reloaded after every store and load, which are asm that clobbers memory),
 # and that with the epoch's staged call out of line (hoist2.patch: the common path one stretch of
-# code), against the base, in turn; where the time goes with the first (bench_mp_hoistmarks:
-# fmarks.patch on hoist.patch); the multi-process tests on both; what straight-line code costs a
+# code), and that with peers' lines addressed by a stride from the first (hoist3.patch, on
+# hoist2: branch pushed-compact; the fast path's code 13.8 → 11.6 KB), against the base, in turn;
+# where the time goes with the first (bench_mp_hoistmarks: fmarks.patch on hoist.patch); the
+# multi-process tests on each; what straight-line code costs a
 # launch (mps_floor's mode `code`: 2, 8, 32 KiB run once or twice, 1 and 8 processes).
-#   collcomm_bench_mp 1d4c585 (the base); bench_mp_hoist, bench_mp_hoist2; bench_mp_hoistmarks;
-#   test_gpu_mp_hoist, test_gpu_mp_hoist2; mps_floor
+#   collcomm_bench_mp 1d4c585 (the base); bench_mp_hoist, bench_mp_hoist2, bench_mp_hoist3;
+#   bench_mp_hoistmarks; test_gpu_mp_hoist, test_gpu_mp_hoist2, test_gpu_mp_hoist3; mps_floor
 #   bash bench/results/params_2026-12-07/run3.sh OUT
 # Binaries: .deps/bins3.tar.xz, unpacked into .deps/bin first.
 set -u
@@ -25,7 +27,7 @@ one() {  # VARIANT N GRAPH
   echo "rc=$?"
 }
 ab() {  # ROUND
-  for v in collcomm_bench_mp bench_mp_hoist bench_mp_hoist2; do one $v 8 1; one $v 2 1; one $v 8 0; one $v 4 1; done >> "$OUT/latency.txt" 2>&1
+  for v in collcomm_bench_mp bench_mp_hoist bench_mp_hoist2 bench_mp_hoist3; do one $v 8 1; one $v 2 1; one $v 8 0; one $v 4 1; done >> "$OUT/latency.txt" 2>&1
   echo "[$SECONDS s] A/B round $1: $(grep -c 'rc=0' "$OUT/latency.txt") runs rc=0 so far" | summary
 }
 time_left 60 "A/B round 1" && ab 1
@@ -35,6 +37,7 @@ test_run() {  # BINARY LOG PATTERN LIMIT
   echo "[$SECONDS s] $1 '$3' rc=$? $(doctest_counts "$OUT/$2.log")" | summary
 }
 test_run test_gpu_mp_hoist2 hoist2_pushed 'mp: pushed*,mp fault: processes that disagree*,mp fault: a pushed*' 60
+test_run test_gpu_mp_hoist3 hoist3_pushed 'mp: pushed*,mp fault: processes that disagree*,mp fault: a pushed*' 60
 if time_left 30 "marks"; then
   for n in 8 2; do
     echo "== bench_mp_hoistmarks n=$n"

@@ -37,6 +37,16 @@ record_env() {
 # doctest_counts LOG: the doctest totals of a test log, on one line.
 summary() { tee -a "$OUT/summary.txt"; }
 doctest_counts() { grep -E '^\[doctest\] (test cases|assertions)' "$1" | tr '\n' ' '; }
+# time_left MARGIN WHAT: true while the call has MARGIN seconds of LIMIT left; else says in the
+# summary that WHAT was left out.
+time_left() { (( SECONDS < LIMIT - ${1:-0} )) || { echo "[$SECONDS s] out of time before $2" | summary; return 1; }; }
+# one_shot_latency BINARY N GRAPH: $B/BINARY (a collcomm_bench_mp) timing small one_shot all_reduce
+# (1 channel, 8 B to 8 KiB by 4x) among N processes, from a graph (GRAPH 1) or stream-launched (0).
+one_shot_latency() {
+  echo "== $1 n=$2 one_shot -C 1 graph=$3"
+  timeout 40 "$B/$1" -n "$2" -k all_reduce -a one_shot -C 1 -b 8 -e 8K -f 4 -G "$3" -w 50 -i 200
+  echo "rc=$?"
+}
 
 # find_nccl: exports COLLCOMM_NCCL_LIB for collcomm_bench --nccl (bench/nccl_peer.hpp) unless set:
 # the GPU machines have libnccl.so.2 inside PyTorch's wheels. NVLink multicast stays off.

@@ -92,6 +92,25 @@ __device__ void advance_staged_calls(const Handle& h, int channel, std::uint64_t
     for (int c = static_cast<int>(gridDim.x); c < h.nchannels; ++c) h.staged_calls[c] = k + 1;
 }
 
+// The first pushed call of an epoch (pushed_call, below), staged, out of line: the pushed kernel's
+// common path then runs as one stretch of code, not around this one's.
+template <class K, class Algo, class Params, class Prims>
+__device__ __noinline__ void pushed_epoch_call(const Params& p, Prims& prims, coll_args a, range r, std::uint64_t k,
+                                               int channel) {
+  char* window = static_cast<char*>(p.stage);
+  if (p.nlocal == p.h.nranks) prims.use_launch_buffers(p.rank);  // this launch carries every rank
+  prims.publish_buffers();  // this rank's own input, which its reduce reads (the entry barrier publishes it)
+  prims.stage_input(window, static_cast<std::size_t>(2 + (k & 1)) * p.h.window_bytes, r);
+  Algo::run(K{}, prims, a);
+  if (channel == 0) prims.clean_push_area(window);
+  if (threadIdx.x == 0) {
+    const std::uint64_t epoch = (k + 1) >> 32;
+    p.h.staged_calls[p.h.nchannels + channel] = epoch;
+    if (channel == 0)  // and for the channels this call does not run (their counts advanced too)
+      for (int c = static_cast<int>(gridDim.x); c < p.h.nchannels; ++c) p.h.staged_calls[p.h.nchannels + c] = epoch;
+  }
+}
+
 // A pushed kernel's call (direct_primitives.cuh, "pushed calls"). Everything it loads before its
 // stores goes out together, ahead of one __syncthreads: the channel's staged-call count and
 // cleaned epoch (thread 0), the peers' windows (a thread each), the abort word, and each thread's
@@ -122,21 +141,10 @@ __device__ void pushed_call(const Params& p, Prims& prims, const Rank& mine, int
   __syncthreads();
   const std::uint64_t k = staged_k;
   if (threadIdx.x == 0) advance_staged_calls(p.h, channel, k);
-  if ((k + 1) >> 32 == cleaned) {
+  if ((k + 1) >> 32 == cleaned)
     prims.pushed_all_reduce(k, r, first);
-    return;
-  }
-  if (p.nlocal == p.h.nranks) prims.use_launch_buffers(p.rank);  // this launch carries every rank
-  prims.publish_buffers();  // this rank's own input, which its reduce reads (the entry barrier publishes it)
-  prims.stage_input(window, static_cast<std::size_t>(2 + (k & 1)) * p.h.window_bytes, r);
-  Algo::run(K{}, prims, a);
-  if (channel == 0) prims.clean_push_area(window);
-  if (threadIdx.x == 0) {
-    const std::uint64_t epoch = (k + 1) >> 32;
-    p.h.staged_calls[p.h.nchannels + channel] = epoch;
-    if (channel == 0)  // and for the channels this call does not run (their counts advanced too)
-      for (int c = static_cast<int>(gridDim.x); c < p.h.nchannels; ++c) p.h.staged_calls[p.h.nchannels + c] = epoch;
-  }
+  else
+    pushed_epoch_call<K, Algo>(p, prims, a, r, k, channel);
 }
 
 // Hidden visibility on a kernel instantiated with a user's type of internal linkage (an epilogue

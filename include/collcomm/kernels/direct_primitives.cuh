@@ -134,26 +134,36 @@ struct direct_family {
     for (int r = static_cast<int>(threadIdx.x) - 1; r < c.h.nranks; r += blockDim.x)
       if (r >= 0) c.peer_ptrs[r] = r == c.rank ? window : c.h.buffers[c.channel * c.h.nranks + r].in;
   }
-  // Region `from` of part `k & 1` of rank `at`'s push area (windows in peer_ptrs: load_windows).
-  __device__ static std::uint64_t* push_region(const State& c, int at, int from, std::uint64_t k) {
-    const std::size_t region = transport::push_region_bytes(c.h.nchannels);
-    char* area = static_cast<char*>(const_cast<void*>(c.peer_ptrs[at])) + 4 * c.h.window_bytes;
-    return reinterpret_cast<std::uint64_t*>(area + ((k & 1) * c.h.nranks + from) * region);
-  }
+  // Part k & 1 of every rank's push area (windows in peer_ptrs: load_windows), read from the handle
+  // and the block's state once: a pushed call's loads and stores are asm that clobbers memory, after
+  // which each use of c.h or c.peer_ptrs in its loops would be loaded again (a round trip per peer).
+  struct push_part {
+    const void* const* windows;
+    std::size_t region, at;  // bytes of a region; the part's offset in a window
+    __device__ push_part(const State& c, std::uint64_t k)
+        : windows(c.peer_ptrs),
+          region(transport::push_region_bytes(c.h.nchannels)),
+          at(4 * c.h.window_bytes + (k & 1) * static_cast<std::size_t>(c.h.nranks) * region) {}
+    // Region `from` of rank `rank`'s part.
+    __device__ std::uint64_t* operator()(int rank, int from) const {
+      return reinterpret_cast<std::uint64_t*>(static_cast<char*>(const_cast<void*>(windows[rank])) + at +
+                                              static_cast<std::size_t>(from) * region);
+    }
+  };
 
   // Polls the lines of peers q0 + i (bit i of `pending`) together until each carries flag k + 1;
-  // line0 is peer 0's line (regions are push_region_bytes apart). False: stalled or aborted.
+  // line is peer q0's line, the next peer's `stride` words on. False: stalled or aborted.
   template <int B>
   __device__ static bool wait_lines(State& c, std::uint64_t k, int q0, unsigned pending, std::uint64_t (&a)[B],
-                                    std::uint64_t (&b)[B], const std::uint64_t* line0) {
+                                    std::uint64_t (&b)[B], const std::uint64_t* line, std::size_t stride) {
     using scope = typename State::handle_type::scope;
     const std::uint32_t f = static_cast<std::uint32_t>(k + 1);
-    const std::size_t stride = transport::push_region_bytes(c.h.nchannels) / 8;
     const std::uint64_t start = cuda::ptx::get_sreg_globaltimer();
     for (unsigned spin = 1; pending; ++spin) {
+      const std::uint64_t* l = line;
 #pragma unroll
-      for (int i = 0; i < B; ++i)
-        if (pending & (1u << i)) ll_load<scope>(line0 + (q0 + i) * stride, a[i], b[i]);
+      for (int i = 0; i < B; ++i, l += stride)
+        if (pending & (1u << i)) ll_load<scope>(l, a[i], b[i]);
 #pragma unroll
       for (int i = 0; i < B; ++i)
         if ((pending & (1u << i)) && ll_arrived(a[i], b[i], f)) pending &= ~(1u << i);
@@ -210,6 +220,10 @@ struct direct_family {
     const index_t lines = div_up(r.size * static_cast<index_t>(sizeof(T)), 8);
     const index_t first = r.begin * static_cast<index_t>(sizeof(T)) / 8;       // ranges start on 8-byte multiples
     const index_t header = 2 * c.channel, data = 2 * (c.h.nchannels + first);  // in 8-byte words of a region
+    const push_part push_region(c, k);
+    const std::uint32_t call = c.call & 0x7fffffffu;
+    const std::size_t stride = push_region.region / 8;                // from one peer's line to the next's
+    const std::uint64_t* const received = push_region(me, 0) + data;  // peer q's line j: + q * stride + 2 * j
 
 #pragma unroll 1
     for (index_t j = threadIdx.x; j < lines; j += blockDim.x) {
@@ -218,17 +232,17 @@ struct direct_family {
 #pragma unroll 1
       for (int i = 1; i < n; ++i) {
         const int q = me + i < n ? me + i : me + i - n;
-        ll_store<scope>(push_region(c, q, me, k) + data + 2 * j, lo, hi);
+        ll_store<scope>(push_region(q, me) + data + 2 * j, lo, hi);
       }
     }
 #pragma unroll 1
     for (int q = threadIdx.x; q < n; q += blockDim.x)
-      if (q != me) ll_store<scope>(push_region(c, q, me, k) + header, ll_lo(c.call & 0x7fffffffu, f), ll_hi(size, f));
+      if (q != me) ll_store<scope>(push_region(q, me) + header, ll_lo(call, f), ll_hi(size, f));
 
     // Thread q checks peer q's header; its first load goes out beside its first lines' loads.
     const int hq = static_cast<int>(threadIdx.x);
     std::uint64_t ha = 0, hb = 0;
-    if (hq < n && hq != me) ll_load<scope>(push_region(c, me, hq, k) + header, ha, hb);
+    if (hq < n && hq != me) ll_load<scope>(push_region(me, hq) + header, ha, hb);
     bool header_checked = !(hq < n && hq != me);
 
     // Each thread reduces its lines, B peers' loaded at once, awaited and reduced in rank order,
@@ -242,11 +256,13 @@ struct direct_family {
 #pragma unroll 1
       for (int q0 = 0; q0 < n; q0 += B) {
         std::uint64_t a[B], b[B];
+        const std::uint64_t* const line = received + q0 * stride + 2 * j;
+        const std::uint64_t* l = line;
 #pragma unroll
-        for (int i = 0; i < B; ++i)
-          if (q0 + i < n && q0 + i != me) ll_load<scope>(push_region(c, me, q0 + i, k) + data + 2 * j, a[i], b[i]);
+        for (int i = 0; i < B; ++i, l += stride)
+          if (q0 + i < n && q0 + i != me) ll_load<scope>(l, a[i], b[i]);
         if (!header_checked) {
-          check_header(c, hq, k, push_region(c, me, hq, k) + header, ha, hb, size);
+          check_header(c, hq, k, push_region(me, hq) + header, ha, hb, size);
           header_checked = true;
         }
         // The lines not there yet are loaded again together, until all are: one round trip after
@@ -255,7 +271,7 @@ struct direct_family {
 #pragma unroll
         for (int i = 0; i < B; ++i)
           if (q0 + i < n && q0 + i != me && !ll_arrived(a[i], b[i], f)) pending |= 1u << i;
-        if (pending && !wait_lines(c, k, q0, pending, a, b, push_region(c, me, 0, k) + data + 2 * j)) break;
+        if (pending && !wait_lines(c, k, q0, pending, a, b, line, stride)) break;
 #pragma unroll
         for (int i = 0; i < B; ++i) {
           const int q = q0 + i;
@@ -278,12 +294,12 @@ struct direct_family {
       for (int e = 0; e < epl; ++e) out.t[e] = from_accum<T>(apply_post(c.op, acc[e], n));
       reduced[j] = out.u;
     }
-    if (!header_checked) check_header(c, hq, k, push_region(c, me, hq, k) + header, ha, hb, size);
+    if (!header_checked) check_header(c, hq, k, push_region(me, hq) + header, ha, hb, size);
 #pragma unroll 1
     for (int q = hq + static_cast<int>(blockDim.x); q < n; q += blockDim.x) {
       std::uint64_t a2, b2;
-      ll_load<scope>(push_region(c, me, q, k) + header, a2, b2);
-      check_header(c, q, k, push_region(c, me, q, k) + header, a2, b2, size);
+      ll_load<scope>(push_region(me, q) + header, a2, b2);
+      check_header(c, q, k, push_region(me, q) + header, a2, b2, size);
     }
     __syncthreads();
     if (*c.aborted) return;

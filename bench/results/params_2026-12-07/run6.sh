@@ -2,7 +2,13 @@
 # Device call 6: the pushed call's common path rewritten short (branch pushed-lean: pushed_call.cuh;
 # pairs (peer, line) spread over the block's threads, the launch's parameters read into registers,
 # no block state in local memory) against branch pushed-compact; the multi-process tests on it.
-#   bench_mp_hoist3 (pushed-compact), bench_mp_lean, test_gpu_mp_lean
+# Where the time goes in it (bench_mp_leanmarks: leanmarks.patch, clock marks of thread 0: 1 entry,
+# 8 range, 9 input lines issued, 10 windows issued, 11 loads issued, 12 after __syncthreads, 2 count
+# advanced, 3 stores issued, 13 headers checked, 4 = 14 lines polled, 5 after __syncthreads_or,
+# 6 output written; print_marks names the spans 1-8 "enter", 8-9 "line", 9-10 "windows",
+# 10-11 "t0loads", 11-12 "bar", 12-2 "adv", 12-13 "again" (to the headers checked), 13-14 "area"
+# (the lines polled)).
+#   bench_mp_hoist3 (pushed-compact), bench_mp_lean, bench_mp_leanmarks, test_gpu_mp_lean
 #   bash bench/results/params_2026-12-07/run6.sh OUT
 # Binaries: .deps/bins6.tar.xz, unpacked into .deps/bin first.
 set -u
@@ -27,6 +33,15 @@ ab() {  # ROUND
   echo "[$SECONDS s] A/B round $1: $(grep -c 'rc=0' "$OUT/latency.txt") runs rc=0 so far" | summary
 }
 time_left 60 "A/B round 1" && ab 1
+if time_left 30 "marks"; then
+  for n in 8 2; do
+    echo "== bench_mp_leanmarks n=$n"
+    timeout 40 $B/bench_mp_leanmarks -n $n -k all_reduce -a one_shot -C 1 -b 8 -e 2K -f 16 -G 1 -w 50 -i 200
+    echo "rc=$?"
+  done > "$OUT/marks.txt" 2>&1
+  echo "[$SECONDS s] marks: $(grep -c 'rc=0' "$OUT/marks.txt") of 2 runs rc=0" | summary
+  grep -h "^marks" "$OUT/marks.txt" | sed 's/ (1\.[0-9]* GHz), ns median\/mean://' | summary
+fi
 time_left 60 "A/B round 2" && ab 2
 test_run test_gpu_mp_lean lean_every 'mp: every*' 150
 test_run test_gpu_mp_lean lean_all '*' 200

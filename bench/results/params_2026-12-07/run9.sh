@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Device call 9: branch pushed-lean at 030c595 (run8's lean3b) against pushed-compact, three rounds
+# (run8's second round had outliers in every binary); its multi-process tests.
+#   bench_mp_hoist3 (pushed-compact), bench_mp_lean3b and test_gpu_mp_lean3b (030c595)
+#   bash bench/results/params_2026-12-07/run9.sh OUT
+# Binaries: .deps/bins9.tar.xz, unpacked into .deps/bin first.
+set -u
+OUT=${1:?usage: run9.sh OUT}
+LIMIT=${LIMIT:-240}
+B=.deps/bin
+mkdir -p "$OUT"
+. bench/scripts/common.sh
+record_env "$OUT"
+export NCCL_NVLS_ENABLE=0
+start_mps && echo "MPS daemon started" | summary
+test_run() {  # BINARY LOG PATTERN LIMIT
+  time_left 25 "$1 '$3'" || return 1
+  ( time timeout "$4" $B/$1 --only "$3" ) > "$OUT/$2.log" 2>&1
+  echo "[$SECONDS s] $1 '$3' rc=$? $(doctest_counts "$OUT/$2.log")" | summary
+}
+test_run test_gpu_mp_lean3b lean3b_pushed 'mp: pushed*,mp fault: processes that disagree*,mp fault: a pushed*' 90
+ab() {  # ROUND
+  for v in bench_mp_hoist3 bench_mp_lean3b; do
+    one_shot_latency $v 8 1; one_shot_latency $v 2 1; one_shot_latency $v 4 1; one_shot_latency $v 8 0
+  done >> "$OUT/latency.txt" 2>&1
+  echo "[$SECONDS s] A/B round $1: $(grep -c 'rc=0' "$OUT/latency.txt") runs rc=0 so far" | summary
+}
+for r in 1 2 3; do time_left 40 "A/B round $r" && ab $r; done
+test_run test_gpu_mp_lean3b lean3b_every 'mp: every*' 150
+ls /dev/shm | grep collcomm && echo "LEFT IN /dev/shm" | summary

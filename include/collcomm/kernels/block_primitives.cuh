@@ -56,6 +56,7 @@ class block_primitives {
   __device__ void set_call(std::uint32_t call) { c_.call = call; }
 
   COLLCOMM_HD index_t align_elems() const { return fifo::align_elems(); }
+  COLLCOMM_HD static index_t channel_align() { return fifo::align_elems(); }  // align_elems, without a block
   COLLCOMM_HD index_t slot_elems() const { return fifo::slot_elems(c_); }
 
   // FIFO family (algo/primitives.hpp), through the protocol's slots.
@@ -89,13 +90,7 @@ class block_primitives {
   __device__ void stage_input(char* window, std::size_t offset, range r) requires load_store {
     direct::stage_input(c_, window, offset, r);
   }
-  // Pushed calls across processes (direct_primitives.cuh).
-  __device__ void load_windows(char* window) requires load_store { direct::load_windows(c_, window); }
-  __device__ auto pushed_line(range r, index_t j) const requires load_store { return direct::pushed_line(c_, r, j); }
-  template <class Line>  // direct::push_line (a template: naming it would instantiate direct for every state)
-  __device__ void pushed_all_reduce(std::uint64_t k, range r, const Line& first) requires load_store {
-    direct::pushed_all_reduce(c_, k, r, first);
-  }
+  // The staged first pushed call of an epoch (direct_primitives.cuh, "pushed calls").
   __device__ void clean_push_area(char* window) requires load_store { direct::clean_push_area(c_, window); }
   __device__ void barrier() requires load_store { direct::barrier(c_); }
   __device__ void entry_barrier() requires load_store { direct::entry_barrier(c_); }

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <collcomm/kernels/block_primitives.cuh>
+#include <collcomm/kernels/pushed_call.cuh>
 #include <collcomm/kinds.hpp>
 #include <collcomm/tuning.hpp>
 #include <collcomm/transport/device_handle.hpp>
@@ -81,19 +82,7 @@ constexpr std::size_t kernel_smem_bytes(int nranks) {
   return (3 * sizeof(std::uint64_t) + sizeof(void*)) * static_cast<std::size_t>(nranks);
 }
 
-// Thread 0 of channel `channel`, staged-call count k: counts k + 1. The channels this call does not
-// run advance too: every channel's count stays the same, so that calls on fewer channels and calls
-// on more pick the same half (a channel left behind would stage into the half a peer may still
-// read for the call before).
-template <class Handle>
-__device__ void advance_staged_calls(const Handle& h, int channel, std::uint64_t k) {
-  h.staged_calls[channel] = k + 1;
-  if (channel == 0)
-    for (int c = static_cast<int>(gridDim.x); c < h.nchannels; ++c) h.staged_calls[c] = k + 1;
-}
-
-// The first pushed call of an epoch (pushed_call, below), staged, out of line: the pushed kernel's
-// common path then runs as one stretch of code, not around this one's.
+// The first pushed call of an epoch (pushed_call, below), staged, out of line.
 template <class K, class Algo, class Params, class Prims>
 __device__ __noinline__ void pushed_epoch_call(const Params& p, Prims& prims, coll_args a, range r, std::uint64_t k,
                                                int channel) {
@@ -111,40 +100,27 @@ __device__ __noinline__ void pushed_epoch_call(const Params& p, Prims& prims, co
   }
 }
 
-// A pushed kernel's call (direct_primitives.cuh, "pushed calls"). Everything it loads before its
-// stores goes out together, ahead of one __syncthreads: the channel's staged-call count and
-// cleaned epoch (thread 0), the peers' windows (a thread each), the abort word, and each thread's
-// first line of input: one round trip before the stores, not one after each __syncthreads.
-//
-// Its lines are flagged (k + 1) mod 2^32; the first pushed call of each 2^32 calls of a channel
-// (epoch (k + 1) >> 32, counted from 1) is staged instead, and zeroes the push areas
+// A pushed kernel's call that pushed_call_fast (pushed_call.cuh) left: the first pushed call of an
+// epoch, staged. Its lines are flagged (k + 1) mod 2^32; the first pushed call of each 2^32 calls
+// of a channel (epoch (k + 1) >> 32, counted from 1) is staged instead, and zeroes the push areas
 // (clean_push_area), so that no line carries a flag of an earlier epoch. Each channel records the
 // epoch in a word of its own (no block reads a word another block of the same kernel writes); the
 // next call's kernel, which reads them, starts after the zeroing.
 template <class K, class Algo, class Params, class Prims, class Rank>
 __device__ void pushed_call(const Params& p, Prims& prims, const Rank& mine, int channel, int& aborted) {
-  __shared__ std::uint64_t staged_k, cleaned;
+  __shared__ std::uint64_t staged_k;
   coll_args a = mine.args;
   a.channel = channel;
   a.nchannels = static_cast<int>(gridDim.x);
   const range r = channel_range(a.count, channel, a.nchannels, prims.align_elems());
-  const auto first = prims.pushed_line(r, threadIdx.x);
-  char* window = static_cast<char*>(p.stage);
-  prims.load_windows(window);
   if (threadIdx.x == 0) {
-    const std::uint64_t k = p.h.staged_calls[channel], epoch = p.h.staged_calls[p.h.nchannels + channel];
-    const bool failed = world_aborted(p.h.entry_abort);
-    staged_k = k;
-    cleaned = epoch;
-    aborted = failed;
+    staged_k = p.h.staged_calls[channel];
+    aborted = world_aborted(p.h.entry_abort);
   }
   __syncthreads();
   const std::uint64_t k = staged_k;
   if (threadIdx.x == 0) advance_staged_calls(p.h, channel, k);
-  if ((k + 1) >> 32 == cleaned)
-    prims.pushed_all_reduce(k, r, first);
-  else
-    pushed_epoch_call<K, Algo>(p, prims, a, r, k, channel);
+  pushed_epoch_call<K, Algo>(p, prims, a, r, k, channel);
 }
 
 // Hidden visibility on a kernel instantiated with a user's type of internal linkage (an epilogue
@@ -159,6 +135,9 @@ COLLCOMM_KERNEL void __launch_bounds__(Tuning::threads)
   static_assert(!direct || Handle::load_store,
                 "collcomm transport axis: this algorithm loads and stores peers' buffers, and this transport carries "
                 "FIFO messages only: use ring, tree, recursive_doubling or pairwise");
+  using prims_t = block_primitives<Handle, T, Op, typename Tuning::protocol>;
+  if constexpr (Pushed)  // its common path, all of it; false: the call is staged (pushed_call, below)
+    if (pushed_call_fast<Handle, T, Op>(p, static_cast<std::uint32_t>(prims_t::channel_align()))) return;
   extern __shared__ std::uint64_t smem_steps[];  // (send | recv | head seen, peer), then (rank) pointers
   __shared__ int aborted;
   const rank_params<T, Op>& mine = p.rank[Pushed ? 0 : blockIdx.y];
@@ -178,9 +157,8 @@ COLLCOMM_KERNEL void __launch_bounds__(Tuning::threads)
   if constexpr (!Pushed)
     if (threadIdx.x == 0) aborted = world_aborted(p.h.entry_abort);
 
-  block_primitives<Handle, T, Op, typename Tuning::protocol> prims(
-      p.h, mine.in, mine.out, mine.op, mine.args.rank, channel, smem_steps, smem_steps + n, smem_steps + 2 * n,
-      reinterpret_cast<const void**>(smem_steps + 3 * n), &aborted);
+  prims_t prims(p.h, mine.in, mine.out, mine.op, mine.args.rank, channel, smem_steps, smem_steps + n,
+                smem_steps + 2 * n, reinterpret_cast<const void**>(smem_steps + 3 * n), &aborted);
   prims.set_call(mine.call);
   if constexpr (Pushed) {
     pushed_call<K, Algo>(p, prims, mine, channel, aborted);

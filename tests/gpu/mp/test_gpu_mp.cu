@@ -197,7 +197,7 @@ std::uint64_t env_u64(const char* name) { return std::strtoull(std::getenv(name)
 template <class K>
 using kind_op = std::conditional_t<K::reduces, op::sum, op::none>;
 
-// Every (kind, algorithm) of the list that composes; f32 sum (a few int32 max too).
+// Every (kind, algorithm) of the list that composes; f32 sum (a few int32 max, f64 sum, u8 max too).
 int scenario_matrix(bootstrap::tcp& boot, int queued, std::vector<index_t> counts, gpu::options o, int replays = 0) {
   const int me = boot.rank(), n = boot.size();
   nvcomm comm(boot, 0, o);
@@ -229,6 +229,11 @@ int scenario_matrix(bootstrap::tcp& boot, int queued, std::vector<index_t> count
   each(std::type_identity<kind::all_reduce>{}, std::type_identity<algo::ring>{}, f{}, sum{});
   each(std::type_identity<kind::all_reduce>{}, std::type_identity<algo::tree>{}, f{}, sum{});
   each(std::type_identity<kind::all_reduce>{}, std::type_identity<algo::one_shot>{}, f{}, sum{});
+  // Pushed calls of elements of 8 bytes (a line each) and of 1 (eight a line, the last line partial).
+  each(std::type_identity<kind::all_reduce>{}, std::type_identity<algo::one_shot>{}, std::type_identity<double>{},
+       sum{});
+  each(std::type_identity<kind::all_reduce>{}, std::type_identity<algo::one_shot>{}, std::type_identity<std::uint8_t>{},
+       std::type_identity<op::max>{});
   each(std::type_identity<kind::all_reduce>{}, std::type_identity<algo::two_shot>{}, f{}, sum{});
   each(std::type_identity<kind::all_reduce>{}, std::type_identity<algo::ring>{}, std::type_identity<std::int32_t>{},
        std::type_identity<op::max>{});

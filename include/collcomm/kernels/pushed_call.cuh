@@ -1,0 +1,289 @@
+// collcomm/kernels/pushed_call.cuh — a pushed call's common path: what it stores and polls, and
+// why two parts of the push areas and their cleaning once an epoch suffice, is in
+// direct_primitives.cuh ("pushed calls").
+//
+// A small call's time is the serial path of the block's busiest thread, so this path keeps it
+// short: one round of loads (the staged-call count, the cleaned epoch, the abort word, the peers'
+// windows, the input's lines) and a __syncthreads; then each thread takes pairs (peer, line): it
+// stores this rank's line to that peer and polls that peer's line here, into shared memory; then
+// a __syncthreads and each thread reduces its lines in rank order and writes them. The launch's
+// parameters are read straight into registers; no block state is built in local memory. The
+// first call of an epoch is not taken here: the caller stages it.
+#pragma once
+
+#include <collcomm/kernels/channel.cuh>
+#include <collcomm/kernels/ll_fifo.cuh>
+#include <collcomm/kernels/scoped_wait.cuh>
+#include <collcomm/ops.hpp>
+#include <collcomm/transport/device_handle.hpp>
+
+#include <cuda/ptx>
+
+#include <cstdint>
+
+COLLCOMM_NAMESPACE_BEGIN
+namespace kernels {
+
+// One thread of channel `channel`, staged-call count k: counts k + 1. The channels this call does not
+// run advance too: every channel's count stays the same, so that calls on fewer channels and calls
+// on more pick the same half (a channel left behind would stage into the half a peer may still
+// read for the call before).
+template <class Handle>
+__device__ void advance_staged_calls(const Handle& h, int channel, std::uint64_t k) {
+  h.staged_calls[channel] = k + 1;
+  if (channel == 0)
+    for (int c = static_cast<int>(gridDim.x); c < h.nchannels; ++c) h.staged_calls[c] = k + 1;
+}
+
+// Peers' lines one pushed call can take: transport::pushes bounds (nranks - 1) x its lines by 2048.
+inline constexpr std::uint32_t push_max_peer_lines = 16384 / 8;
+
+// Polls `line` until it carries flag f; (a, b) hold a first load already. Gives up when the
+// world's abort word is raised, or after the handle's timeout.
+template <class Scope>
+__device__ wait_result pushed_wait(const std::uint64_t* line, std::uint32_t f, std::uint64_t& a, std::uint64_t& b,
+                                   std::uint32_t* abort_word, std::uint64_t timeout_ns) {
+  const std::uint64_t start = cuda::ptx::get_sreg_globaltimer();
+  for (unsigned spin = 1;; ++spin) {
+    ll_load<Scope>(line, a, b);
+    if (ll_arrived(a, b, f)) return wait_result::ok;
+    if ((spin & 255u) == 0) {
+      if (world_aborted(abort_word)) return wait_result::aborted;
+      if (cuda::ptx::get_sreg_globaltimer() - start > timeout_ns) return wait_result::timeout;
+    }
+  }
+}
+
+// A pushed call's wait that did not end well, out of line: a poll of peer `peer` that timed out
+// (what: stall_recv), or its header of another call or size (stall_call, stall_size).
+template <class Handle>
+__device__ __noinline__ void pushed_stall(const Handle& h, int rank, int channel, int peer, std::uint64_t k,
+                                          std::uint32_t what, wait_result why, std::uint32_t call,
+                                          std::uint32_t peer_call) {
+  record_stall(h, rank, channel, peer, k, what, why, call, peer_call);
+}
+
+// The pushed call of a launch's only rank (p.rank[0]) on channel blockIdx.x, its range cut on
+// `align` elements as the staged call's is. False, before any store: the call is its epoch's
+// first, for the caller to stage (this rank's staged-call count is then not advanced yet).
+template <class Handle, class T, class Op, class Params>
+__device__ bool pushed_call_fast(const Params& p, std::uint32_t align) {
+  using scope = typename Handle::scope;
+  using acc_t = accum_t<T>;
+  static_assert(sizeof(T) <= 8 && 8 % sizeof(T) == 0, "collcomm: a pushed call's elements fill its 8-byte lines");
+  constexpr int epl = static_cast<int>(8 / sizeof(T));  // elements per line
+  union line_t {
+    std::uint64_t u;
+    std::uint32_t w[2];
+    T t[epl];
+    __device__ line_t() {}
+  };
+  __shared__ std::uint64_t peer_lines[push_max_peer_lines];  // (peer offset i, line j) at i * lines + j
+  __shared__ std::uint64_t own_lines[transport::push_max_bytes / 8];
+  __shared__ std::uint64_t staged_k, cleaned;
+  __shared__ int entry_failed;
+  extern __shared__ std::uint64_t smem_steps[];  // here (rank): every rank's window
+  char** const windows = reinterpret_cast<char**>(smem_steps);
+
+  const rank_params<T, Op>& mine = p.rank[0];
+  const int n = p.h.nranks, me = mine.args.rank, channel = static_cast<int>(blockIdx.x);
+  const std::uint32_t t = threadIdx.x, nt = blockDim.x, nc = gridDim.x;
+  // The channel's range (channel_range's cut, in 32 bits: a pushed call is at most push_max_bytes).
+  const std::uint32_t count = static_cast<std::uint32_t>(mine.args.count);
+  const std::uint32_t per = (((nc == 1 ? count : (count + nc - 1) / nc) + align - 1) / align) * align;
+  const std::uint32_t begin = min(per * static_cast<std::uint32_t>(channel), count);
+  const std::uint32_t size = min(begin + per, count) - begin;
+  const std::uint32_t lines = (size * static_cast<std::uint32_t>(sizeof(T)) + 7) / 8;
+  const T* const in = mine.in + begin;
+
+  // One round of loads, all issued before any is used: this thread's first line of input, a
+  // rank's window, and (thread 0) the count, the epoch and the abort word; into shared memory after.
+  auto input_line = [&](std::uint32_t j) {  // zero past the range
+    line_t v;
+    v.u = 0;
+#pragma unroll
+    for (int e = 0; e < epl; ++e)
+      if (j * epl + e < size) v.t[e] = in[j * epl + e];
+    return v;
+  };
+  auto window_of = [&](int r) {
+    return r == me ? static_cast<char*>(p.stage)
+                   : static_cast<char*>(const_cast<void*>(p.h.buffers[channel * n + r].in));
+  };
+  const line_t first = input_line(t);
+  char* const window = static_cast<int>(t) < n ? window_of(static_cast<int>(t)) : nullptr;
+  std::uint64_t k0 = 0, epoch0 = 0;
+  bool failed0 = false;
+  if (t == 0) {
+    k0 = p.h.staged_calls[channel];
+    epoch0 = p.h.staged_calls[p.h.nchannels + channel];
+    failed0 = world_aborted(p.h.entry_abort);
+  }
+  if (t < lines) own_lines[t] = first.u;
+#pragma unroll 1
+  for (std::uint32_t j = t + nt; j < lines; j += nt) own_lines[j] = input_line(j).u;
+  if (static_cast<int>(t) < n) windows[t] = window;
+#pragma unroll 1
+  for (int r = static_cast<int>(t + nt); r < n; r += static_cast<int>(nt)) windows[r] = window_of(r);
+  if (t == 0) {
+    staged_k = k0;
+    cleaned = epoch0;
+    entry_failed = failed0;
+  }
+  __syncthreads();
+  const std::uint64_t k = staged_k;
+  if ((k + 1) >> 32 != cleaned) return false;
+  if (t == nt - 1) advance_staged_calls(p.h, channel, k);  // a thread that likely has no pair
+  if (entry_failed || size == 0) return true;              // size: the same on every rank that makes this call
+
+  const std::uint32_t f = static_cast<std::uint32_t>(k + 1), call = mine.call & 0x7fffffffu;
+  const std::size_t region = transport::push_region_bytes(p.h.nchannels);
+  const std::size_t at = 4 * p.h.window_bytes + (k & 1) * static_cast<std::size_t>(n) * region;
+  const std::size_t data = 16 * (static_cast<std::size_t>(p.h.nchannels) + begin * sizeof(T) / 8);  // bytes
+  const std::size_t header = 16 * static_cast<std::size_t>(channel);
+  const std::size_t to_peer = at + me * region;  // this rank's region in a peer's part
+  char* const received = windows[me] + at;      // peer q's region here: + q * region
+  std::uint32_t* const abort_word = p.h.abort;
+  const std::uint64_t timeout_ns = p.h.timeout_ns;
+  const std::uint32_t pairs = lines * static_cast<std::uint32_t>(n - 1);
+  // Pair (i, j): peer me + 1 + i (mod n), line j; this thread's first is pair t, then every nt-th.
+  const std::uint32_t i0 = t / lines, j0 = t - i0 * lines, di = nt / lines, dj = nt - di * lines;
+  auto peer_of = [&](std::uint32_t i) {
+    const int q = me + 1 + static_cast<int>(i);
+    return q < n ? q : q - n;
+  };
+  auto next_pair = [&](std::uint32_t& i, std::uint32_t& j) {
+    i += di;
+    j += dj;
+    if (j >= lines) j -= lines, ++i;
+  };
+  constexpr int U = 4;  // pairs a thread has in flight at once
+
+  // Stores: this rank's line j into its region of peer q's part, U at a time (addresses and lines
+  // first: each store is asm that clobbers memory); its header to each peer, peer me + 1 + i
+  // (mod n) from thread i mod nt.
+  {
+    std::uint32_t i = i0, j = j0;
+#pragma unroll 1
+    for (std::uint32_t pr = t; pr < pairs; pr += U * nt) {
+      std::uint64_t* dst[U];
+      line_t v[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int q = pr + u * nt < pairs ? peer_of(i) : me;  // (windows holds n ranks)
+        dst[u] = reinterpret_cast<std::uint64_t*>(windows[q] + to_peer + data + 16 * j);
+        v[u].u = j == t ? first.u : own_lines[j];
+        next_pair(i, j);
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (pr + u * nt < pairs) ll_store<scope>(dst[u], ll_lo(v[u].w[0], f), ll_hi(v[u].w[1], f));
+    }
+  }
+#pragma unroll 1
+  for (std::uint32_t i = t; i < static_cast<std::uint32_t>(n - 1); i += nt)
+    ll_store<scope>(reinterpret_cast<std::uint64_t*>(windows[peer_of(i)] + to_peer + header), ll_lo(call, f),
+                    ll_hi(size, f));
+
+  // Polls: the headers of the peers this thread stored its header to, each awaited and checked
+  // first (a peer of another call or size is reported as such, not as lines that never came); then
+  // this thread's pairs, U at a time: loaded together, and those not there yet loaded again
+  // together until all are (one round trip after the last arrival, not one per pair).
+  bool bad = false;
+#pragma unroll 1
+  for (std::uint32_t i = t; i < static_cast<std::uint32_t>(n - 1) && !bad; i += nt) {
+    const int q = peer_of(i);
+    const auto* h = reinterpret_cast<const std::uint64_t*>(received + q * region + header);
+    std::uint64_t ha, hb;
+    ll_load<scope>(h, ha, hb);
+    const wait_result w =
+        ll_arrived(ha, hb, f) ? wait_result::ok : pushed_wait<scope>(h, f, ha, hb, abort_word, timeout_ns);
+    if (w != wait_result::ok) {
+      pushed_stall(p.h, me, channel, q, k, transport::stall_recv, w, 0, 0);
+      bad = true;
+    } else if (static_cast<std::uint32_t>(ha) != call || static_cast<std::uint32_t>(hb) != size) {
+      const std::uint32_t theirs = static_cast<std::uint32_t>(ha) & 0x7fffffffu;
+      pushed_stall(p.h, me, channel, q, k, theirs != call ? transport::stall_call : transport::stall_size,
+                   wait_result::timeout, call, theirs);
+      bad = true;
+    }
+  }
+  {
+    std::uint32_t i = i0, j = j0;
+#pragma unroll 1
+    for (std::uint32_t pr = t; pr < pairs && !bad; pr += U * nt) {
+      std::uint64_t a[U] = {}, b[U] = {};
+      const std::uint64_t* src[U];
+      unsigned pending = 0;
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        src[u] = reinterpret_cast<const std::uint64_t*>(received + peer_of(i) * region + data + 16 * j);
+        if (pr + u * nt < pairs) pending |= 1u << u;
+        next_pair(i, j);
+      }
+      const std::uint64_t start = cuda::ptx::get_sreg_globaltimer();
+#pragma unroll 1
+      for (unsigned spin = 1; pending; ++spin) {
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+          if (pending & (1u << u)) ll_load<scope>(src[u], a[u], b[u]);
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+          if ((pending & (1u << u)) && ll_arrived(a[u], b[u], f)) pending &= ~(1u << u);
+        if (pending && (spin & 255u) == 0) {
+          wait_result w = wait_result::ok;
+          if (world_aborted(abort_word))
+            w = wait_result::aborted;
+          else if (cuda::ptx::get_sreg_globaltimer() - start > timeout_ns)
+            w = wait_result::timeout;
+          if (w != wait_result::ok) {
+            const std::uint32_t late = pr + (__ffs(static_cast<int>(pending)) - 1) * nt;  // a pair not there
+            pushed_stall(p.h, me, channel, peer_of(late / lines), k, transport::stall_recv, w, 0, 0);
+            bad = true;
+            break;
+          }
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (pr + u * nt < pairs) peer_lines[pr + u * nt] = static_cast<std::uint32_t>(a[u]) | (b[u] << 32);
+    }
+  }
+  // A failed call leaves the output untouched.
+  if (__syncthreads_or(bad)) return true;
+
+  // Each thread's lines, reduced in rank order (this rank's own input for itself), 8 ranks' lines
+  // loaded at once, and written out.
+  T* const out = mine.out + begin;
+#pragma unroll 1
+  for (std::uint32_t j = t; j < lines; j += nt) {
+    const std::uint64_t own = j == t ? first.u : own_lines[j];
+    acc_t acc[epl];
+#pragma unroll 1
+    for (int q0 = 0; q0 < n; q0 += 8) {
+      line_t v[8];
+#pragma unroll
+      for (int u = 0; u < 8; ++u) {
+        const int q = q0 + u;
+        v[u].u = q >= n    ? 0
+                 : q == me ? own
+                           : peer_lines[static_cast<std::uint32_t>(q > me ? q - me - 1 : q + n - me - 1) * lines + j];
+      }
+#pragma unroll
+      for (int u = 0; u < 8; ++u)
+        if (q0 + u < n)
+#pragma unroll
+          for (int e = 0; e < epl; ++e) {
+            const acc_t x = apply_pre(mine.op, to_accum(v[u].t[e]));
+            acc[e] = q0 + u == 0 ? x : static_cast<acc_t>(mine.op(acc[e], x));
+          }
+    }
+#pragma unroll
+    for (int e = 0; e < epl; ++e)
+      if (j * epl + e < size) out[j * epl + e] = from_accum<T>(apply_post(mine.op, acc[e], n));
+  }
+  return true;
+}
+
+}  // namespace kernels
+COLLCOMM_NAMESPACE_END

@@ -25,22 +25,9 @@ ab() {  # ROUND
   echo "[$SECONDS s] A/B round $1: $(grep -c 'rc=0' "$OUT/latency.txt") runs rc=0 so far" | summary
 }
 time_left 60 "A/B round 1" && ab 1
-test_run() {  # BINARY LOG PATTERN LIMIT
-  time_left 25 "$1 '$3'" || return 1
-  ( time timeout "$4" $B/$1 --only "$3" ) > "$OUT/$2.log" 2>&1
-  echo "[$SECONDS s] $1 '$3' rc=$? $(doctest_counts "$OUT/$2.log")" | summary
-}
 test_run test_gpu_mp_hoist2 hoist2_pushed 'mp: pushed*,mp fault: processes that disagree*,mp fault: a pushed*' 60
 test_run test_gpu_mp_hoist3 hoist3_pushed 'mp: pushed*,mp fault: processes that disagree*,mp fault: a pushed*' 60
-if time_left 30 "marks"; then
-  for n in 8 2; do
-    echo "== bench_mp_hoistmarks n=$n"
-    timeout 40 $B/bench_mp_hoistmarks -n $n -k all_reduce -a one_shot -C 1 -b 8 -e 2K -f 16 -G 1 -w 50 -i 200
-    echo "rc=$?"
-  done > "$OUT/marks.txt" 2>&1
-  echo "[$SECONDS s] marks: $(grep -c 'rc=0' "$OUT/marks.txt") of 2 runs rc=0" | summary
-  grep -h "^marks" "$OUT/marks.txt" | sed 's/ (1\.[0-9]* GHz), ns median\/mean://' | summary
-fi
+pushed_marks bench_mp_hoistmarks
 time_left 60 "A/B round 2" && ab 2
 test_run test_gpu_mp_hoist hoist_pushed 'mp: pushed*,mp fault: processes that disagree*,mp fault: a pushed*' 60
 test_run test_gpu_mp_hoist2 hoist2_every 'mp: every*' 120

@@ -15,19 +15,8 @@ mkdir -p "$OUT"
 record_env "$OUT"
 export NCCL_NVLS_ENABLE=0
 start_mps && echo "MPS daemon started" | summary
-test_run() {  # BINARY LOG PATTERN LIMIT
-  time_left 25 "$1 '$3'" || return 1
-  ( time timeout "$4" $B/$1 --only "$3" ) > "$OUT/$2.log" 2>&1
-  echo "[$SECONDS s] $1 '$3' rc=$? $(doctest_counts "$OUT/$2.log")" | summary
-}
 test_run test_gpu_mp_lean2 lean2_pushed 'mp: pushed*,mp fault: processes that disagree*,mp fault: a pushed*' 90
-ab() {  # ROUND
-  for v in bench_mp_hoist3 bench_mp_lean bench_mp_lean2; do
-    one_shot_latency $v 8 1; one_shot_latency $v 2 1; one_shot_latency $v 4 1; one_shot_latency $v 8 0
-  done >> "$OUT/latency.txt" 2>&1
-  echo "[$SECONDS s] A/B round $1: $(grep -c 'rc=0' "$OUT/latency.txt") runs rc=0 so far" | summary
-}
-time_left 60 "A/B round 1" && ab 1
-time_left 60 "A/B round 2" && ab 2
+time_left 60 "A/B round 1" && ab_one_shot 1 bench_mp_hoist3 bench_mp_lean bench_mp_lean2
+time_left 60 "A/B round 2" && ab_one_shot 2 bench_mp_hoist3 bench_mp_lean bench_mp_lean2
 test_run test_gpu_mp_lean2 lean2_every 'mp: every*' 150
 ls /dev/shm | grep collcomm && echo "LEFT IN /dev/shm" | summary

@@ -2,8 +2,8 @@
 // when they run at once (under MPS), with nothing of collcomm: the floor under a world of
 // processes' small calls from a graph (bench/RESULTS.md, "Processes: the floor").
 //
-//   mps_floor N [mode=empty|meet] [calls=200] [reps=9] [launch=graph|stream] [params=0] [smem=0]
-//             [threads=512]
+//   mps_floor N [mode=empty|meet|code|jump] [calls=200] [reps=9] [launch=graph|stream] [params=0] [smem=0]
+//             [threads=512] [code_kb=8] [passes=1] [spread=0]
 //
 // N processes (forked before any CUDA call) each capture `calls` launches of a one-block kernel of
 // `threads` threads into a graph on a stream of their own, replay it once untimed, then `reps` times
@@ -18,6 +18,18 @@
 //           (first and last byte): what a launch's parameter block costs when processes launch at once
 //   smem    bytes of static shared memory the kernel declares and thread 0 touches (0 or 4096)
 //   threads the kernels' block size (1..1024): what a launch of fewer warps saves
+//   code   the kernel's thread 0 runs `code_kb` KiB (2, 8 or 32) of straight-line instructions
+//          (eight independent chains of integer multiply-adds, 16 bytes each) `passes` times: what
+//          running code costs a launch, the first pass (instructions fetched cold, if a launch finds
+//          them so) against the later ones
+//   jump   as `code` with 8 KiB, but each 128-byte line ends in a taken branch 1 KiB ahead (or back
+//          to the next column of lines), so no line follows the one before it: what a taken branch
+//          to a line not fetched yet costs, against `code`'s straight run
+//   spread 1: the kernels of modes meet, code and jump ask for 116 KiB of dynamic shared memory,
+//          so that no two blocks (of any process) share an SM
+// Each launch of modes meet, code and jump counts the SM it ran on; every process prints how many
+// SMs its launches used and which it used most (processes whose launches share SMs run their
+// warps on the same schedulers).
 #include <cuda/atomic>
 #include <cuda_runtime.h>
 
@@ -55,6 +67,8 @@ struct page {
   cudaIpcMemHandle_t counter;
   double median[max_procs], lo[max_procs], hi[max_procs];
   unsigned long long wrong[max_procs];
+  int sms_used[max_procs], top_sm[max_procs];  // SMs the process's launches ran on; the one most used
+  double top_share[max_procs];                 // its share of the launches
 };
 
 // Every process arrives; returns once all `n` have arrived `round` times (gives up after 60 s).
@@ -115,10 +129,84 @@ void launch_sized(bool meet, bool shared, cudaStream_t s, unsigned long long* co
 
 __global__ void empty_kernel() {}
 
+// Counts the launch on the SM it runs on (sms: 256 counters).
+__device__ void count_sm(unsigned* sms) {
+  unsigned id;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+  atomicAdd(&sms[id & 255], 1u);
+}
+
+// Lines: 128-byte lines of instructions per pass (8 multiply-adds each).
+template <int Lines>
+__global__ void code_kernel(unsigned long long* bad, unsigned* sms, unsigned seed, int passes) {
+  if (threadIdx.x != 0) return;
+  count_sm(sms);
+  unsigned x[8];
+#pragma unroll
+  for (int c = 0; c < 8; ++c) x[c] = seed + c;
+#pragma unroll 1
+  for (int p = 0; p < passes; ++p) {
+#pragma unroll
+    for (int i = 0; i < Lines; ++i)
+#pragma unroll
+      for (int c = 0; c < 8; ++c) asm volatile("mad.lo.u32 %0, %0, %1, %2;" : "+r"(x[c]) : "r"(seed), "r"(p));
+  }
+  unsigned h = 0;
+#pragma unroll
+  for (int c = 0; c < 8; ++c) h ^= x[c];
+  if (h == 0x9e3779b9u) ++*bad;  // keeps the chains (never checked as wrong: bad is not read back)
+}
+
+// Mode jump's program: 64 lines of seven multiply-adds and a branch, laid out as 8 rows of 8
+// (row r, column c at r * 1 KiB + c * 128 B) and run column by column, so each line's branch
+// (predicate p, always true) goes 1 KiB ahead, or from the last row back to the first row's next
+// column. With p false the lines would run in layout order, so the layout is ptxas's to keep.
+#define JUMP_LINE(r, c, nr, nc)                                                                \
+  "J" #r "_" #c                                                                                \
+  ":\n\t"                                                                                      \
+  "mad.lo.u32 %0, %0, %8, %9;\n\tmad.lo.u32 %1, %1, %8, %9;\n\tmad.lo.u32 %2, %2, %8, %9;\n\t" \
+  "mad.lo.u32 %3, %3, %8, %9;\n\tmad.lo.u32 %4, %4, %8, %9;\n\tmad.lo.u32 %5, %5, %8, %9;\n\t" \
+  "mad.lo.u32 %6, %6, %8, %9;\n\t@p bra J" #nr "_" #nc ";\n\t"
+#define JUMP_ROW(r, nr)                                                                                              \
+  JUMP_LINE(r, 0, nr, 0)                                                                                             \
+  JUMP_LINE(r, 1, nr, 1) JUMP_LINE(r, 2, nr, 2) JUMP_LINE(r, 3, nr, 3) JUMP_LINE(r, 4, nr, 4) JUMP_LINE(r, 5, nr, 5) \
+      JUMP_LINE(r, 6, nr, 6) JUMP_LINE(r, 7, nr, 7)
+#define JUMP_LAST_ROW                                                                                           \
+  JUMP_LINE(7, 0, 0, 1)                                                                                         \
+  JUMP_LINE(7, 1, 0, 2) JUMP_LINE(7, 2, 0, 3) JUMP_LINE(7, 3, 0, 4) JUMP_LINE(7, 4, 0, 5) JUMP_LINE(7, 5, 0, 6) \
+      JUMP_LINE(7, 6, 0, 7) JUMP_LINE(7, 7, 8, 8)
+
+__global__ void jump_kernel(unsigned long long* bad, unsigned* sms, unsigned seed, int passes) {
+  if (threadIdx.x != 0) return;
+  count_sm(sms);
+  unsigned x[8];
+#pragma unroll
+  for (int c = 0; c < 8; ++c) x[c] = seed + c;
+#pragma unroll 1
+  for (int p = 0; p < passes; ++p)
+    asm volatile("{\n\t.reg .pred p;\n\tsetp.ge.s32 p, %9, 0;\n\t" JUMP_ROW(0, 1) JUMP_ROW(1, 2) JUMP_ROW(2, 3)
+                     JUMP_ROW(3, 4) JUMP_ROW(4, 5) JUMP_ROW(5, 6) JUMP_ROW(6, 7) JUMP_LAST_ROW "J8_8:\n\t}"
+                 : "+r"(x[0]), "+r"(x[1]), "+r"(x[2]), "+r"(x[3]), "+r"(x[4]), "+r"(x[5]), "+r"(x[6]), "+r"(x[7])
+                 : "r"(seed), "r"(p));
+  unsigned h = 0;
+#pragma unroll
+  for (int c = 0; c < 8; ++c) h ^= x[c];
+  if (h == 0x9e3779b9u) ++*bad;
+}
+#undef JUMP_LINE
+#undef JUMP_ROW
+#undef JUMP_LAST_ROW
+int code_kb = 8, passes = 1;  // arguments of modes `code` and `jump`
+bool jump = false;            // mode `jump`
+size_t spread_bytes = 0;      // dynamic shared memory of the meet, code and jump kernels (argument `spread`)
+constexpr size_t spread_size = 116 * 1024;
+
 // Thread 0: call k of this process (its own count) arrives at the shared counter and waits for
 // all n. `bad` counts launches that saw the counter past what this call can reach.
-__global__ void meet_kernel(unsigned long long* counter, unsigned long long* calls, unsigned long long* bad, int n) {
+__global__ void meet_kernel(unsigned long long* counter, unsigned long long* calls, unsigned long long* bad,
+                            unsigned* sms, int n) {
   if (threadIdx.x != 0) return;
+  count_sm(sms);
   const unsigned long long k = *calls;
   *calls = k + 1;
   cuda::atomic_ref<unsigned long long, cuda::thread_scope_device> c(*counter);
@@ -131,12 +219,24 @@ __global__ void meet_kernel(unsigned long long* counter, unsigned long long* cal
 // ones (8 bytes of parameters where only shared memory is asked for).
 void launch_one(bool meet, int params, int smem, cudaStream_t s, unsigned long long* counter, unsigned long long* mine,
                 int n) {
+  unsigned* sms = reinterpret_cast<unsigned*>(mine + 2);
+  if (jump) return jump_kernel<<<1, block_threads, spread_bytes, s>>>(mine + 1, sms, 12345u, passes);
+  if (code_kb > 0) {
+    switch (code_kb) {
+      case 2:
+        return code_kernel<16><<<1, block_threads, spread_bytes, s>>>(mine + 1, sms, 12345u, passes);
+      case 8:
+        return code_kernel<64><<<1, block_threads, spread_bytes, s>>>(mine + 1, sms, 12345u, passes);
+      default:
+        return code_kernel<256><<<1, block_threads, spread_bytes, s>>>(mine + 1, sms, 12345u, passes);
+    }
+  }
   const bool shared = smem > 0;
   switch (params) {
     case 0:
       if (shared) return launch_sized<8>(meet, shared, s, counter, mine, n);
       if (meet)
-        meet_kernel<<<1, block_threads, 0, s>>>(counter, mine, mine + 1, n);
+        meet_kernel<<<1, block_threads, spread_bytes, s>>>(counter, mine, mine + 1, sms, n);
       else
         empty_kernel<<<1, block_threads, 0, s>>>();
       return;
@@ -165,8 +265,20 @@ void run_process(page* p, int me, int n, bool meet, int calls, int reps, bool gr
     meet_host(p, n, ++round);
     if (me != 0)
       CK(cudaIpcOpenMemHandle(reinterpret_cast<void**>(&counter), p->counter, cudaIpcMemLazyEnablePeerAccess));
-    CK(cudaMalloc(&mine, 2 * sizeof(unsigned long long)));
-    CK(cudaMemset(mine, 0, 2 * sizeof(unsigned long long)));
+  }
+  // This process's call count, count of bad launches and launches per SM (256 counters).
+  constexpr size_t mine_bytes = 2 * sizeof(unsigned long long) + 256 * sizeof(unsigned);
+  if (meet || code_kb > 0) {
+    CK(cudaMalloc(&mine, mine_bytes));
+    CK(cudaMemset(mine, 0, mine_bytes));
+  }
+  if (spread_bytes > 0) {
+    const int a = cudaFuncAttributeMaxDynamicSharedMemorySize, b = static_cast<int>(spread_bytes);
+    CK(cudaFuncSetAttribute(meet_kernel, static_cast<cudaFuncAttribute>(a), b));
+    CK(cudaFuncSetAttribute(jump_kernel, static_cast<cudaFuncAttribute>(a), b));
+    CK(cudaFuncSetAttribute(code_kernel<16>, static_cast<cudaFuncAttribute>(a), b));
+    CK(cudaFuncSetAttribute(code_kernel<64>, static_cast<cudaFuncAttribute>(a), b));
+    CK(cudaFuncSetAttribute(code_kernel<256>, static_cast<cudaFuncAttribute>(a), b));
   }
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -205,6 +317,20 @@ void run_process(page* p, int me, int n, bool meet, int calls, int reps, bool gr
   p->lo[me] = us.front();
   p->hi[me] = us.back();
   p->wrong[me] = 0;
+  p->sms_used[me] = 0;
+  if (mine) {
+    unsigned counts[256];
+    CK(cudaMemcpy(counts, mine + 2, sizeof counts, cudaMemcpyDeviceToHost));
+    unsigned long long total = 0;
+    int top = 0;
+    for (int i = 0; i < 256; ++i) {
+      total += counts[i];
+      p->sms_used[me] += counts[i] > 0;
+      if (counts[i] > counts[top]) top = i;
+    }
+    p->top_sm[me] = top;
+    p->top_share[me] = total ? static_cast<double>(counts[top]) / static_cast<double>(total) : 0.0;
+  }
   if (meet) {
     unsigned long long h[2];
     CK(cudaMemcpy(h, mine, sizeof h, cudaMemcpyDeviceToHost));
@@ -226,15 +352,23 @@ int main(int argc, char** argv) {
   const int params = argc > 6 ? std::atoi(argv[6]) : 0;
   const int smem = argc > 7 ? std::atoi(argv[7]) : 0;
   block_threads = argc > 8 ? std::atoi(argv[8]) : 512;
-  if (n < 1 || n > max_procs || calls < 1 || reps < 1 || (mode != "empty" && mode != "meet") ||
+  jump = mode == "jump";
+  code_kb = mode == "code" || jump ? (argc > 9 ? std::atoi(argv[9]) : 8) : 0;
+  passes = argc > 10 ? std::atoi(argv[10]) : 1;
+  const int spread = argc > 11 ? std::atoi(argv[11]) : 0;
+  spread_bytes = spread == 1 ? spread_size : 0;
+  if (n < 1 || n > max_procs || calls < 1 || reps < 1 ||
+      (mode != "empty" && mode != "meet" && mode != "code" && !jump) ||
+      ((mode == "code" || jump) && ((code_kb != 2 && code_kb != 8 && code_kb != 32) || passes < 1 || passes > 64)) ||
+      (jump && code_kb != 8) || (spread != 0 && spread != 1) || (spread == 1 && mode == "empty") ||
       (launch != "graph" && launch != "stream") ||
       (params != 0 && params != 8 && params != 256 && params != 2432 && params != 4096) ||
-      (smem != 0 && smem != 4096) ||
-      block_threads < 1 || block_threads > 1024) {
-    std::fprintf(stderr,
-                 "usage: mps_floor N(1..%d) [empty|meet] [calls] [reps] [graph|stream] [params: 0|8|256|2432|4096] "
-                 "[smem: 0|4096] [threads: 1..1024]\n",
-                 max_procs);
+      (smem != 0 && smem != 4096) || block_threads < 1 || block_threads > 1024) {
+    std::fprintf(
+        stderr,
+        "usage: mps_floor N(1..%d) [empty|meet|code|jump] [calls] [reps] [graph|stream] [params: 0|8|256|2432|4096] "
+        "[smem: 0|4096] [threads: 1..1024] [code_kb: 2|8|32 (jump: 8)] [passes: 1..64] [spread: 0|1 (not empty)]\n",
+        max_procs);
     return 2;
   }
   void* m = mmap(nullptr, sizeof(page), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -257,8 +391,11 @@ int main(int argc, char** argv) {
       bad = 1;
     }
   }
-  std::printf("mps_floor n=%d mode=%s launch=%s calls=%d reps=%d params=%d smem=%d threads=%d:", n, mode.c_str(),
+  std::printf("mps_floor n=%d mode=%s launch=%s calls=%d reps=%d params=%d smem=%d threads=%d", n, mode.c_str(),
               launch.c_str(), calls, reps, params, smem, block_threads);
+  if (code_kb > 0) std::printf(" code_kb=%d passes=%d", code_kb, passes);
+  if (spread == 1) std::printf(" spread=1");
+  std::printf(":");
   if (bad) {
     std::printf(" a process failed\n");
     return 1;
@@ -269,5 +406,11 @@ int main(int argc, char** argv) {
     wrong += p->wrong[i];
   }
   std::printf(" us per launch; wrong %llu\n", wrong);
+  if (mode != "empty") {
+    std::printf("  SMs used (most used: share):");
+    for (int i = 0; i < n; ++i)
+      std::printf(" [%d] %d (%d: %.0f%%)", i, p->sms_used[i], p->top_sm[i], 100 * p->top_share[i]);
+    std::printf("\n");
+  }
   return wrong == 0 ? 0 : 1;
 }

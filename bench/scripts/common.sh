@@ -37,6 +37,47 @@ record_env() {
 # doctest_counts LOG: the doctest totals of a test log, on one line.
 summary() { tee -a "$OUT/summary.txt"; }
 doctest_counts() { grep -E '^\[doctest\] (test cases|assertions)' "$1" | tr '\n' ' '; }
+# time_left MARGIN WHAT: true while the call has MARGIN seconds of LIMIT left; else says in the
+# summary that WHAT was left out.
+time_left() { (( SECONDS < LIMIT - ${1:-0} )) || { echo "[$SECONDS s] out of time before $2" | summary; return 1; }; }
+# one_shot_latency BINARY N GRAPH: $B/BINARY (a collcomm_bench_mp) timing small one_shot all_reduce
+# (1 channel, 8 B to 8 KiB by 4x) among N processes, from a graph (GRAPH 1) or stream-launched (0).
+one_shot_latency() {
+  echo "== $1 n=$2 one_shot -C 1 graph=$3"
+  timeout 40 "$B/$1" -n "$2" -k all_reduce -a one_shot -C 1 -b 8 -e 8K -f 4 -G "$3" -w 50 -i 200
+  echo "rc=$?"
+}
+# test_run BINARY LOG PATTERN LIMIT: $B/BINARY (a test_gpu_mp) --only PATTERN, for at most LIMIT
+# seconds, into $OUT/LOG.log; its doctest totals into the summary.
+test_run() {
+  time_left 25 "$1 '$3'" || return 1
+  ( time timeout "$4" "$B/$1" --only "$3" ) > "$OUT/$2.log" 2>&1
+  echo "[$SECONDS s] $1 '$3' rc=$? $(doctest_counts "$OUT/$2.log")" | summary
+}
+# ab_one_shot ROUND BINARY...: one_shot_latency of each BINARY in turn, among 8, 2 and 4 processes
+# from a graph and 8 stream-launched, appended to $OUT/latency.txt.
+ab_one_shot() {
+  local round=$1 v
+  shift
+  for v in "$@"; do
+    one_shot_latency "$v" 8 1; one_shot_latency "$v" 2 1; one_shot_latency "$v" 4 1; one_shot_latency "$v" 8 0
+  done >> "$OUT/latency.txt" 2>&1
+  echo "[$SECONDS s] A/B round $round: $(grep -c 'rc=0' "$OUT/latency.txt") runs rc=0 so far" | summary
+}
+# pushed_marks BINARY: a collcomm_bench_mp built with -DCOLLCOMM_MARKS (the pushed kernel's clock
+# marks) among 8 and 2 processes, one_shot 8 B to 2 KiB from a graph, into $OUT/marks.txt; every
+# rank's marks into the summary.
+pushed_marks() {
+  time_left 30 "marks" || return 1
+  local n
+  for n in 8 2; do
+    echo "== $1 n=$n"
+    timeout 40 "$B/$1" -n $n -k all_reduce -a one_shot -C 1 -b 8 -e 2K -f 16 -G 1 -w 50 -i 200
+    echo "rc=$?"
+  done > "$OUT/marks.txt" 2>&1
+  echo "[$SECONDS s] marks: $(grep -c 'rc=0' "$OUT/marks.txt") of 2 runs rc=0" | summary
+  grep -h "^marks" "$OUT/marks.txt" | sed 's/ (1\.[0-9]* GHz), ns median\/mean://' | summary
+}
 
 # find_nccl: exports COLLCOMM_NCCL_LIB for collcomm_bench --nccl (bench/nccl_peer.hpp) unless set:
 # the GPU machines have libnccl.so.2 inside PyTorch's wheels. NVLink multicast stays off.

@@ -23,7 +23,6 @@ mkdir -p "$OUT"
 . bench/scripts/common.sh
 record_env "$OUT"
 export NCCL_NVLS_ENABLE=0
-time_left() { (( SECONDS < LIMIT - ${1:-0} )) || { echo "[$SECONDS s] out of time before $2" | summary; return 1; }; }
 start_mps && echo "MPS daemon started" | summary
 test_run() {  # BINARY LOG PATTERN LIMIT
   ( time timeout "$4" $B/$1 --only "$3" ) > "$OUT/$2.log" 2>&1
@@ -34,14 +33,9 @@ test_run test_gpu_mp_noclean test_noclean 'mp: pushed*' 100
 echo "(the wrap case with the cleaning left out must fail)" | summary
 test_run test_gpu_mp_p2 test_p2 'mp: pushed*,mp fault: processes that disagree*,mp fault: a pushed*,mp: every*' 200
 ls /dev/shm | grep collcomm && echo "LEFT IN /dev/shm" | summary
-one() {  # VARIANT N GRAPH
-  echo "== $1 n=$2 one_shot -C 1 graph=$3"
-  timeout 40 $B/$1 -n $2 -k all_reduce -a one_shot -C 1 -b 8 -e 8K -f 4 -G $3 -w 50 -i 200
-  echo "rc=$?"
-}
 if time_left 60 "A/B round 1"; then
-  for v in bench_mp_base collcomm_bench_mp bench_mp_p1 bench_mp_p2; do one $v 8 1; done >> "$OUT/latency.txt" 2>&1
-  for v in bench_mp_base collcomm_bench_mp bench_mp_p2; do one $v 8 0; one $v 2 1; done >> "$OUT/latency.txt" 2>&1
+  for v in bench_mp_base collcomm_bench_mp bench_mp_p1 bench_mp_p2; do one_shot_latency $v 8 1; done >> "$OUT/latency.txt" 2>&1
+  for v in bench_mp_base collcomm_bench_mp bench_mp_p2; do one_shot_latency $v 8 0; one_shot_latency $v 2 1; done >> "$OUT/latency.txt" 2>&1
   echo "[$SECONDS s] A/B round 1: $(grep -c 'rc=0' "$OUT/latency.txt") of 10 runs rc=0" | summary
 fi
 if time_left 30 "marks"; then
@@ -79,7 +73,7 @@ done >> "$OUT/mps_floor.txt" 2>&1
 echo "[$SECONDS s] mps_floor: $(grep -c 'rc=0' "$OUT/mps_floor.txt") runs rc=0" | summary
 grep -h "mps_floor n=" "$OUT/mps_floor.txt" | sed 's/ \[[1-9][0-9]*\] [^ ]* ([^)]*)//g' | summary
 if time_left 60 "A/B round 2"; then
-  for v in bench_mp_base collcomm_bench_mp bench_mp_p1 bench_mp_p2; do one $v 8 1; done >> "$OUT/latency.txt" 2>&1
-  for v in bench_mp_base collcomm_bench_mp bench_mp_p2; do one $v 8 0; one $v 2 1; done >> "$OUT/latency.txt" 2>&1
+  for v in bench_mp_base collcomm_bench_mp bench_mp_p1 bench_mp_p2; do one_shot_latency $v 8 1; done >> "$OUT/latency.txt" 2>&1
+  for v in bench_mp_base collcomm_bench_mp bench_mp_p2; do one_shot_latency $v 8 0; one_shot_latency $v 2 1; done >> "$OUT/latency.txt" 2>&1
   echo "[$SECONDS s] A/B: $(grep -c 'rc=0' "$OUT/latency.txt") of 20 runs rc=0" | summary
 fi

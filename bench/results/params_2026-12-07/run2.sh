@@ -22,15 +22,9 @@ mkdir -p "$OUT"
 . bench/scripts/common.sh
 record_env "$OUT"
 export NCCL_NVLS_ENABLE=0
-time_left() { (( SECONDS < LIMIT - ${1:-0} )) || { echo "[$SECONDS s] out of time before $2" | summary; return 1; }; }
 start_mps && echo "MPS daemon started" | summary
-one() {  # VARIANT N GRAPH
-  echo "== $1 n=$2 one_shot -C 1 graph=$3"
-  timeout 40 $B/$1 -n $2 -k all_reduce -a one_shot -C 1 -b 8 -e 8K -f 4 -G $3 -w 50 -i 200
-  echo "rc=$?"
-}
 ab() {  # ROUND
-  for v in collcomm_bench_mp bench_mp_touch bench_mp_touch2; do one $v 8 1; one $v 2 1; one $v 8 0; done >> "$OUT/latency.txt" 2>&1
+  for v in collcomm_bench_mp bench_mp_touch bench_mp_touch2; do one_shot_latency $v 8 1; one_shot_latency $v 2 1; one_shot_latency $v 8 0; done >> "$OUT/latency.txt" 2>&1
   echo "[$SECONDS s] A/B round $1: $(grep -c 'rc=0' "$OUT/latency.txt") runs rc=0 so far" | summary
 }
 time_left 60 "A/B round 1" && ab 1

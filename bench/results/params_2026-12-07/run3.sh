@@ -2,10 +2,13 @@
 # Device call 3: the pushed call's handle fields held in registers (hoist.patch: the push areas'
 # geometry read once, not reloaded after every store and load, which are asm that clobbers memory),
 # and that with the epoch's staged call out of line (hoist2.patch: the common path one stretch of
-# code), against the base, in turn; where the time goes with the first (bench_mp_hoistmarks:
-# fmarks.patch on hoist.patch); the multi-process tests on both.
-#   collcomm_bench_mp 1d4c585 (the base); bench_mp_hoist, bench_mp_hoist2; bench_mp_hoistmarks;
-#   test_gpu_mp_hoist, test_gpu_mp_hoist2
+# code), and that with peers' lines addressed by a stride from the first (hoist3.patch, on
+# hoist2: branch pushed-compact; the fast path's code 13.8 → 11.6 KB), against the base, in turn;
+# where the time goes with the first (bench_mp_hoistmarks: fmarks.patch on hoist.patch); the
+# multi-process tests on each; what straight-line code costs a
+# launch (mps_floor's mode `code`: 2, 8, 32 KiB run once or twice, 1 and 8 processes).
+#   collcomm_bench_mp 1d4c585 (the base); bench_mp_hoist, bench_mp_hoist2, bench_mp_hoist3;
+#   bench_mp_hoistmarks; test_gpu_mp_hoist, test_gpu_mp_hoist2, test_gpu_mp_hoist3; mps_floor
 #   bash bench/results/params_2026-12-07/run3.sh OUT
 # Binaries: .deps/bins3.tar.xz, unpacked into .deps/bin first.
 set -u
@@ -16,34 +19,26 @@ mkdir -p "$OUT"
 . bench/scripts/common.sh
 record_env "$OUT"
 export NCCL_NVLS_ENABLE=0
-time_left() { (( SECONDS < LIMIT - ${1:-0} )) || { echo "[$SECONDS s] out of time before $2" | summary; return 1; }; }
 start_mps && echo "MPS daemon started" | summary
-one() {  # VARIANT N GRAPH
-  echo "== $1 n=$2 one_shot -C 1 graph=$3"
-  timeout 40 $B/$1 -n $2 -k all_reduce -a one_shot -C 1 -b 8 -e 8K -f 4 -G $3 -w 50 -i 200
-  echo "rc=$?"
-}
 ab() {  # ROUND
-  for v in collcomm_bench_mp bench_mp_hoist bench_mp_hoist2; do one $v 8 1; one $v 2 1; one $v 8 0; one $v 4 1; done >> "$OUT/latency.txt" 2>&1
+  for v in collcomm_bench_mp bench_mp_hoist bench_mp_hoist2 bench_mp_hoist3; do one_shot_latency $v 8 1; one_shot_latency $v 2 1; one_shot_latency $v 8 0; one_shot_latency $v 4 1; done >> "$OUT/latency.txt" 2>&1
   echo "[$SECONDS s] A/B round $1: $(grep -c 'rc=0' "$OUT/latency.txt") runs rc=0 so far" | summary
 }
 time_left 60 "A/B round 1" && ab 1
-test_run() {  # BINARY LOG PATTERN LIMIT
-  time_left 25 "$1 '$3'" || return 1
-  ( time timeout "$4" $B/$1 --only "$3" ) > "$OUT/$2.log" 2>&1
-  echo "[$SECONDS s] $1 '$3' rc=$? $(doctest_counts "$OUT/$2.log")" | summary
-}
 test_run test_gpu_mp_hoist2 hoist2_pushed 'mp: pushed*,mp fault: processes that disagree*,mp fault: a pushed*' 60
-if time_left 30 "marks"; then
-  for n in 8 2; do
-    echo "== bench_mp_hoistmarks n=$n"
-    timeout 40 $B/bench_mp_hoistmarks -n $n -k all_reduce -a one_shot -C 1 -b 8 -e 2K -f 16 -G 1 -w 50 -i 200
-    echo "rc=$?"
-  done > "$OUT/marks.txt" 2>&1
-  echo "[$SECONDS s] marks: $(grep -c 'rc=0' "$OUT/marks.txt") of 2 runs rc=0" | summary
-  grep -h "^marks" "$OUT/marks.txt" | sed 's/ (1\.[0-9]* GHz), ns median\/mean://' | summary
-fi
+test_run test_gpu_mp_hoist3 hoist3_pushed 'mp: pushed*,mp fault: processes that disagree*,mp fault: a pushed*' 60
+pushed_marks bench_mp_hoistmarks
 time_left 60 "A/B round 2" && ab 2
 test_run test_gpu_mp_hoist hoist_pushed 'mp: pushed*,mp fault: processes that disagree*,mp fault: a pushed*' 60
 test_run test_gpu_mp_hoist2 hoist2_every 'mp: every*' 120
 ls /dev/shm | grep collcomm && echo "LEFT IN /dev/shm" | summary
+for n in 1 8; do
+  for kb in 2 8 32; do
+    for passes in 1 2; do
+      time_left 10 "mps_floor code" || break 3
+      timeout 30 $B/mps_floor $n code 200 9 graph 0 0 512 $kb $passes
+      echo "rc=$?"
+    done
+  done
+done > "$OUT/mps_floor_code.txt" 2>&1
+grep -h "mps_floor n=" "$OUT/mps_floor_code.txt" | sed 's/ \[[1-9][0-9]*\] [^ ]* ([^)]*)//g' | summary

@@ -55,8 +55,7 @@ class block_primitives {
   // The fingerprint this rank's FIFO messages carry and expect (rank_params::call).
   __device__ void set_call(std::uint32_t call) { c_.call = call; }
 
-  COLLCOMM_HD index_t align_elems() const { return fifo::align_elems(); }
-  COLLCOMM_HD static index_t channel_align() { return fifo::align_elems(); }  // align_elems, without a block
+  COLLCOMM_HD static index_t align_elems() { return fifo::align_elems(); }  // static: no block needed
   COLLCOMM_HD index_t slot_elems() const { return fifo::slot_elems(c_); }
 
   // FIFO family (algo/primitives.hpp), through the protocol's slots.

@@ -137,7 +137,7 @@ COLLCOMM_KERNEL void __launch_bounds__(Tuning::threads)
                 "FIFO messages only: use ring, tree, recursive_doubling or pairwise");
   using prims_t = block_primitives<Handle, T, Op, typename Tuning::protocol>;
   if constexpr (Pushed)  // its common path, all of it; false: the call is staged (pushed_call, below)
-    if (pushed_call_fast<Handle, T, Op>(p, static_cast<std::uint32_t>(prims_t::channel_align()))) return;
+    if (pushed_call_fast<Handle, T, Op>(p, static_cast<std::uint32_t>(prims_t::align_elems()))) return;
   extern __shared__ std::uint64_t smem_steps[];  // (send | recv | head seen, peer), then (rank) pointers
   __shared__ int aborted;
   const rank_params<T, Op>& mine = p.rank[Pushed ? 0 : blockIdx.y];

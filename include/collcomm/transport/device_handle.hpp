@@ -114,10 +114,11 @@ struct handle_fields {
 inline constexpr std::size_t push_max_bytes = 4096;
 // Whether a call of `bytes` of input per rank among `nranks` goes pushed: at most push_max_bytes,
 // and at most 16 KiB pushed to all peers together, counted in whole 8-byte lines of input (2 x
-// that in lines; kernels/pushed_call.cuh holds every peer's lines of a call in shared memory). Measured on one H100, 2, 4
-// and 8 processes (bench/RESULTS.md, "Pushed calls"): within these bounds pushed calls took 3-12 %
-// less time than staged ones (but 8 B among 8 processes, 3 % more), past them more: the lines'
-// doubled bytes and the waits of a thread's second line outweigh the barrier.
+// that in lines; kernels/pushed_call.cuh holds every peer's lines of a call in shared memory).
+// Measured on one H100, 2, 4 and 8 processes (bench/RESULTS.md, "Pushed calls"): within these
+// bounds pushed calls took 3-12 % less time than staged ones (but 8 B among 8 processes, 3 % more),
+// past them more: the lines' doubled bytes and the waits of a thread's second line outweigh the
+// barrier.
 COLLCOMM_HD constexpr bool pushes(std::size_t bytes, int nranks) {
   return bytes <= push_max_bytes && (bytes + 7) / 8 * 8 * static_cast<std::size_t>(nranks - 1) <= 16384;
 }

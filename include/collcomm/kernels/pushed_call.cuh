@@ -159,9 +159,9 @@ __device__ bool pushed_call_fast(const Params& p, std::uint32_t align) {
   };
   constexpr int U = 4;  // pairs a thread has in flight at once
 
-  // Stores: this rank's line j into its region of peer q's part, U at a time (addresses and lines
-  // first: each store is asm that clobbers memory); its header to each peer, peer me + 1 + i
-  // (mod n) from thread i mod nt.
+  // Stores: this rank's line j into its region of peer q's part, a pair at a time (gathered, they
+  // measured slower: each store is asm that clobbers memory); its header to each peer, peer
+  // me + 1 + i (mod n) from thread i mod nt.
   if (pairs <= nt) {  // at most a pair a thread
     if (t < pairs) {
       line_t v;

@@ -38,20 +38,39 @@ __device__ void advance_staged_calls(const Handle& h, int channel, std::uint64_t
 // Peers' lines one pushed call can take: transport::pushes bounds (nranks - 1) x its lines by 2048.
 inline constexpr std::uint32_t push_max_peer_lines = 16384 / 8;
 
-// Polls `line` until it carries flag f; (a, b) hold a first load already. Gives up when the
-// world's abort word is raised, or after the handle's timeout.
-template <class Scope>
-__device__ wait_result pushed_wait(const std::uint64_t* line, std::uint32_t f, std::uint64_t& a, std::uint64_t& b,
-                                   std::uint32_t* abort_word, std::uint64_t timeout_ns) {
-  const std::uint64_t start = cuda::ptx::get_sreg_globaltimer();
-  for (unsigned spin = 1;; ++spin) {
-    ll_load<Scope>(line, a, b);
-    if (ll_arrived(a, b, f)) return wait_result::ok;
-    if ((spin & 255u) == 0) {
+// Awaits the lines src[u] of the bits u of `pending` until each carries flag f, those not there
+// yet loaded again together (one round trip after the last arrival, not one per line); (a[u], b[u])
+// hold the load that saw line u. arrived(u) runs as line u is seen; false ends the wait (line u
+// says this is not the same call: the caller records why). Gives up when the world's abort word is
+// raised or after the timeout, `pending` then naming the lines not there; the clock is read only
+// once the lines are late.
+template <class Scope, int U, class Arrived>
+__device__ __forceinline__ wait_result await_lines(const std::uint64_t* const (&src)[U], std::uint64_t (&a)[U],
+                                                   std::uint64_t (&b)[U], unsigned& pending, std::uint32_t f,
+                                                   std::uint32_t* abort_word, std::uint64_t timeout_ns,
+                                                   Arrived&& arrived) {
+  std::uint64_t start = 0;
+#pragma unroll 1
+  for (unsigned spin = 1; pending; ++spin) {
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (pending & (1u << u)) ll_load<Scope>(src[u], a[u], b[u]);
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if ((pending & (1u << u)) && ll_arrived(a[u], b[u], f)) {
+        pending &= ~(1u << u);
+        if (!arrived(u)) return wait_result::ok;
+      }
+    if (pending && (spin & 255u) == 0) {
       if (world_aborted(abort_word)) return wait_result::aborted;
-      if (cuda::ptx::get_sreg_globaltimer() - start > timeout_ns) return wait_result::timeout;
+      const std::uint64_t now = cuda::ptx::get_sreg_globaltimer();
+      if (start == 0)
+        start = now;
+      else if (now - start > timeout_ns)
+        return wait_result::timeout;
     }
   }
+  return wait_result::ok;
 }
 
 // A pushed call's wait that did not end well, out of line: a poll of peer `peer` that timed out
@@ -185,79 +204,75 @@ __device__ bool pushed_call_fast(const Params& p, std::uint32_t align) {
     ll_store<scope>(reinterpret_cast<std::uint64_t*>(windows[peer_of(i)] + to_peer + header), ll_lo(call, f),
                     ll_hi(size, f));
 
-  // Polls: the headers of the peers this thread stored its header to, each awaited and checked
-  // first (a peer of another call or size is reported as such, not as lines that never came); then
-  // this thread's pairs, U at a time: loaded together, and those not there yet loaded again
-  // together until all are (one round trip after the last arrival, not one per pair).
+  // Polls. A peer's header is checked as soon as it is seen: a peer of another call or size is
+  // reported as such, not as lines that never came. The lines not there yet are loaded again
+  // together until all are (one round trip after the last arrival, not one per line).
   bool bad = false;
-#pragma unroll 1
-  for (std::uint32_t i = t; i < static_cast<std::uint32_t>(n - 1) && !bad; i += nt) {
-    const int q = peer_of(i);
-    const auto* h = reinterpret_cast<const std::uint64_t*>(received + q * region + header);
-    std::uint64_t ha, hb;
-    ll_load<scope>(h, ha, hb);
-    const wait_result w =
-        ll_arrived(ha, hb, f) ? wait_result::ok : pushed_wait<scope>(h, f, ha, hb, abort_word, timeout_ns);
-    if (w != wait_result::ok) {
-      pushed_stall(p.h, me, channel, q, k, transport::stall_recv, w, 0, 0);
-      bad = true;
-    } else if (static_cast<std::uint32_t>(ha) != call || static_cast<std::uint32_t>(hb) != size) {
-      const std::uint32_t theirs = static_cast<std::uint32_t>(ha) & 0x7fffffffu;
-      pushed_stall(p.h, me, channel, q, k, theirs != call ? transport::stall_call : transport::stall_size,
-                   wait_result::timeout, call, theirs);
-      bad = true;
+  auto header_differs = [&](int q, std::uint64_t ha, std::uint64_t hb) {
+    if (static_cast<std::uint32_t>(ha) == call && static_cast<std::uint32_t>(hb) == size) return false;
+    const std::uint32_t theirs = static_cast<std::uint32_t>(ha) & 0x7fffffffu;
+    pushed_stall(p.h, me, channel, q, k, theirs != call ? transport::stall_call : transport::stall_size,
+                 wait_result::timeout, call, theirs);
+    return true;
+  };
+  auto header_of = [&](int q) { return reinterpret_cast<const std::uint64_t*>(received + q * region + header); };
+  auto line_of = [&](std::uint32_t i, std::uint32_t j) {
+    return reinterpret_cast<const std::uint64_t*>(received + peer_of(i) * region + data + 16 * j);
+  };
+  if (pairs <= nt) {
+    // At most a pair a thread (pairs >= n - 1): thread t awaits its pair's line and, t < n - 1,
+    // the header of peer me + 1 + t, both at once.
+    if (t < pairs) {
+      const bool has_header = t < static_cast<std::uint32_t>(n - 1);
+      const int qh = peer_of(has_header ? t : 0);
+      const std::uint64_t* const src[2] = {line_of(i0, j0), header_of(qh)};
+      std::uint64_t a[2], b[2];
+      unsigned pending = has_header ? 3u : 1u;
+      const wait_result w = await_lines<scope, 2>(src, a, b, pending, f, abort_word, timeout_ns, [&](int u) {
+        if (u == 1) bad = header_differs(qh, a[1], b[1]);
+        return !bad;
+      });
+      if (w != wait_result::ok) {
+        pushed_stall(p.h, me, channel, (pending & 2u) ? qh : peer_of(i0), k, transport::stall_recv, w, 0, 0);
+        bad = true;
+      }
+      peer_lines[t] = static_cast<std::uint32_t>(a[0]) | (b[0] << 32);
     }
-  }
-  if (pairs <= nt) {  // at most a pair a thread: one line awaited, no batch
-    if (!bad && t < pairs) {
-      const int q = peer_of(i0);
-      const auto* src = reinterpret_cast<const std::uint64_t*>(received + q * region + data + 16 * j0);
-      std::uint64_t a, b;
-      ll_load<scope>(src, a, b);
-      const wait_result w =
-          ll_arrived(a, b, f) ? wait_result::ok : pushed_wait<scope>(src, f, a, b, abort_word, timeout_ns);
+  } else {
+    // The headers of the peers this thread stored its header to, then its pairs, U at a time.
+#pragma unroll 1
+    for (std::uint32_t i = t; i < static_cast<std::uint32_t>(n - 1) && !bad; i += nt) {
+      const int q = peer_of(i);
+      const std::uint64_t* const src[1] = {header_of(q)};
+      std::uint64_t a[1], b[1];
+      unsigned pending = 1;
+      const wait_result w = await_lines<scope, 1>(src, a, b, pending, f, abort_word, timeout_ns, [&](int) {
+        bad = header_differs(q, a[0], b[0]);
+        return !bad;
+      });
       if (w != wait_result::ok) {
         pushed_stall(p.h, me, channel, q, k, transport::stall_recv, w, 0, 0);
         bad = true;
       }
-      peer_lines[t] = static_cast<std::uint32_t>(a) | (b << 32);
     }
-  } else
-  {
     std::uint32_t i = i0, j = j0;
 #pragma unroll 1
     for (std::uint32_t pr = t; pr < pairs && !bad; pr += U * nt) {
-      std::uint64_t a[U] = {}, b[U] = {};
+      std::uint64_t a[U], b[U];
       const std::uint64_t* src[U];
       unsigned pending = 0;
 #pragma unroll
       for (int u = 0; u < U; ++u) {
-        src[u] = reinterpret_cast<const std::uint64_t*>(received + peer_of(i) * region + data + 16 * j);
+        src[u] = line_of(i, j);
         if (pr + u * nt < pairs) pending |= 1u << u;
         next_pair(i, j);
       }
-      const std::uint64_t start = cuda::ptx::get_sreg_globaltimer();
-#pragma unroll 1
-      for (unsigned spin = 1; pending; ++spin) {
-#pragma unroll
-        for (int u = 0; u < U; ++u)
-          if (pending & (1u << u)) ll_load<scope>(src[u], a[u], b[u]);
-#pragma unroll
-        for (int u = 0; u < U; ++u)
-          if ((pending & (1u << u)) && ll_arrived(a[u], b[u], f)) pending &= ~(1u << u);
-        if (pending && (spin & 255u) == 0) {
-          wait_result w = wait_result::ok;
-          if (world_aborted(abort_word))
-            w = wait_result::aborted;
-          else if (cuda::ptx::get_sreg_globaltimer() - start > timeout_ns)
-            w = wait_result::timeout;
-          if (w != wait_result::ok) {
-            const std::uint32_t late = pr + (__ffs(static_cast<int>(pending)) - 1) * nt;  // a pair not there
-            pushed_stall(p.h, me, channel, peer_of(late / lines), k, transport::stall_recv, w, 0, 0);
-            bad = true;
-            break;
-          }
-        }
+      const wait_result w = await_lines<scope, U>(src, a, b, pending, f, abort_word, timeout_ns, [](int) { return true; });
+      if (w != wait_result::ok) {
+        const std::uint32_t late = pr + (__ffs(static_cast<int>(pending)) - 1) * nt;  // a pair not there
+        pushed_stall(p.h, me, channel, peer_of(late / lines), k, transport::stall_recv, w, 0, 0);
+        bad = true;
+        break;
       }
 #pragma unroll
       for (int u = 0; u < U; ++u)

@@ -283,7 +283,8 @@ __device__ bool pushed_call_fast(const Params& p, std::uint32_t align) {
   if (__syncthreads_or(bad)) return true;
 
   // Each thread's lines, reduced in rank order (this rank's own input for itself), 8 ranks' lines
-  // loaded at once, and written out.
+  // loaded at once, and written out. Every load is made (this rank, or a rank past the last, reads
+  // the first peer's line, unused), so that the eight issue back to back without a branch.
   T* const out = mine.out + begin;
 #pragma unroll 1
   for (std::uint32_t j = t; j < lines; j += nt) {
@@ -294,10 +295,9 @@ __device__ bool pushed_call_fast(const Params& p, std::uint32_t align) {
       line_t v[8];
 #pragma unroll
       for (int u = 0; u < 8; ++u) {
-        const int q = q0 + u;
-        v[u].u = q >= n    ? 0
-                 : q == me ? own
-                           : peer_lines[static_cast<std::uint32_t>(q > me ? q - me - 1 : q + n - me - 1) * lines + j];
+        const int q = q0 + u, i = q - me - 1 + (q < me ? n : 0);  // q's peer offset
+        const std::uint64_t x = peer_lines[(q < n && q != me ? static_cast<std::uint32_t>(i) * lines : 0u) + j];
+        v[u].u = q == me ? own : x;
       }
 #pragma unroll
       for (int u = 0; u < 8; ++u)

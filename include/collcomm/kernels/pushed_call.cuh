@@ -267,7 +267,8 @@ __device__ bool pushed_call_fast(const Params& p, std::uint32_t align) {
         if (pr + u * nt < pairs) pending |= 1u << u;
         next_pair(i, j);
       }
-      const wait_result w = await_lines<scope, U>(src, a, b, pending, f, abort_word, timeout_ns, [](int) { return true; });
+      const wait_result w =
+          await_lines<scope, U>(src, a, b, pending, f, abort_word, timeout_ns, [](int) { return true; });
       if (w != wait_result::ok) {
         const std::uint32_t late = pr + (__ffs(static_cast<int>(pending)) - 1) * nt;  // a pair not there
         pushed_stall(p.h, me, channel, peer_of(late / lines), k, transport::stall_recv, w, 0, 0);

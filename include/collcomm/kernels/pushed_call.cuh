@@ -40,8 +40,8 @@ inline constexpr std::uint32_t push_max_peer_lines = 16384 / 8;
 
 // Awaits the lines src[u] of the bits u of `pending` until each carries flag f, those not there
 // yet loaded again together (one round trip after the last arrival, not one per line); (a[u], b[u])
-// hold the load that saw line u. arrived(u) runs as line u is seen; false ends the wait (line u
-// says this is not the same call: the caller records why). Gives up when the world's abort word is
+// hold the load that saw line u. arrived(u, a[u], b[u]) runs as line u is seen; false ends the
+// wait (line u says this is not the same call: the caller records why). Gives up when the world's abort word is
 // raised or after the timeout, `pending` then naming the lines not there; the clock is read only
 // once the lines are late.
 template <class Scope, int U, class Arrived>
@@ -59,7 +59,7 @@ __device__ __forceinline__ wait_result await_lines(const std::uint64_t* const (&
     for (int u = 0; u < U; ++u)
       if ((pending & (1u << u)) && ll_arrived(a[u], b[u], f)) {
         pending &= ~(1u << u);
-        if (!arrived(u)) return wait_result::ok;
+        if (!arrived(u, a[u], b[u])) return wait_result::ok;
       }
     if (pending && (spin & 255u) == 0) {
       if (world_aborted(abort_word)) return wait_result::aborted;
@@ -228,10 +228,11 @@ __device__ bool pushed_call_fast(const Params& p, std::uint32_t align) {
       const std::uint64_t* const src[2] = {line_of(i0, j0), header_of(qh)};
       std::uint64_t a[2], b[2];
       unsigned pending = has_header ? 3u : 1u;
-      const wait_result w = await_lines<scope, 2>(src, a, b, pending, f, abort_word, timeout_ns, [&](int u) {
-        if (u == 1) bad = header_differs(qh, a[1], b[1]);
-        return !bad;
-      });
+      const wait_result w = await_lines<scope, 2>(src, a, b, pending, f, abort_word, timeout_ns,
+                                                  [&](int u, std::uint64_t ha, std::uint64_t hb) {
+                                                    if (u == 1) bad = header_differs(qh, ha, hb);
+                                                    return !bad;
+                                                  });
       if (w != wait_result::ok) {
         pushed_stall(p.h, me, channel, (pending & 2u) ? qh : peer_of(i0), k, transport::stall_recv, w, 0, 0);
         bad = true;
@@ -246,10 +247,11 @@ __device__ bool pushed_call_fast(const Params& p, std::uint32_t align) {
       const std::uint64_t* const src[1] = {header_of(q)};
       std::uint64_t a[1], b[1];
       unsigned pending = 1;
-      const wait_result w = await_lines<scope, 1>(src, a, b, pending, f, abort_word, timeout_ns, [&](int) {
-        bad = header_differs(q, a[0], b[0]);
-        return !bad;
-      });
+      const wait_result w = await_lines<scope, 1>(src, a, b, pending, f, abort_word, timeout_ns,
+                                                  [&](int, std::uint64_t ha, std::uint64_t hb) {
+                                                    bad = header_differs(q, ha, hb);
+                                                    return !bad;
+                                                  });
       if (w != wait_result::ok) {
         pushed_stall(p.h, me, channel, q, k, transport::stall_recv, w, 0, 0);
         bad = true;
@@ -267,8 +269,8 @@ __device__ bool pushed_call_fast(const Params& p, std::uint32_t align) {
         if (pr + u * nt < pairs) pending |= 1u << u;
         next_pair(i, j);
       }
-      const wait_result w =
-          await_lines<scope, U>(src, a, b, pending, f, abort_word, timeout_ns, [](int) { return true; });
+      const wait_result w = await_lines<scope, U>(src, a, b, pending, f, abort_word, timeout_ns,
+                                                  [](int, std::uint64_t, std::uint64_t) { return true; });
       if (w != wait_result::ok) {
         const std::uint32_t late = pr + (__ffs(static_cast<int>(pending)) - 1) * nt;  // a pair not there
         pushed_stall(p.h, me, channel, peer_of(late / lines), k, transport::stall_recv, w, 0, 0);

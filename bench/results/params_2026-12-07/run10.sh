@@ -12,7 +12,7 @@
 #   bench_mp_one (b9bbaae), bench_mp_fold (da7151b: a thread of at most a pair awaits its pair's
 #   line and its peer's header at once), bench_mp_fold2 and test_gpu_mp_fold2 (e26410d: and the
 #   reduction's loads without a branch); bench_thr_base (ff9a0a9), bench_thr_grp, test_gpu_one_shot
-#   and test_gpu_api_grp (aa57cef)
+#   and test_gpu_api_grp (aa57cef; test_gpu_one_shot of 39e47d6)
 #   bash bench/results/params_2026-12-07/run10.sh OUT
 # Binaries: .deps/bins10.tar.xz, unpacked into .deps/bin first.
 set -u

@@ -24,9 +24,11 @@ template <class T>
 inline constexpr bool grouped_call_type = sizeof(T) <= 16 && 16 % sizeof(T) == 0;
 
 // The call of block (blockIdx.x, blockIdx.y) — channel x of the launch's rank y — done, or false
-// (on every thread of every block alike) for the schedule to take it: a launch that does not carry
+// (on every thread of the block alike) for the schedule to take it: a launch that does not carry
 // every rank, a channel range of more than one vector per thread, or a buffer not 16-byte aligned.
-// Channel ranges are cut on `align` elements as the schedule's are.
+// The launch's blocks do not wait for each other either way, so blocks of ranks whose outputs are
+// aligned differently may go different ways. Channel ranges are cut on `align` elements as the
+// schedule's are.
 template <class T, class Op, class Params>
 __device__ bool grouped_one_shot(const Params& p, std::uint32_t align) {
   static_assert(grouped_call_type<T>);
@@ -48,9 +50,9 @@ __device__ bool grouped_one_shot(const Params& p, std::uint32_t align) {
   if (per > nt * vec) return false;
   const std::uint32_t begin = min(per * channel, count);
   const std::uint32_t size = min(begin + per, count) - begin;
-  // Every rank's input and this rank's output, 16-byte aligned at the range (the same test on every
-  // block: the ranges start on multiples of `align` elements, a multiple of 16 bytes); a rank past
-  // the last stands for rank 0, so that each eight pointers load at once.
+  // Every rank's input and this rank's output, 16-byte aligned at the range (the ranges start on
+  // multiples of `align` elements, a multiple of 16 bytes); a rank past the last stands for rank 0,
+  // so that each eight pointers load at once.
   auto input_of = [&](int q) { return p.rank[q < n ? q : 0].in; };
   std::uintptr_t bits = reinterpret_cast<std::uintptr_t>(mine.out);
 #pragma unroll 1

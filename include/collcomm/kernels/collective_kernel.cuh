@@ -13,6 +13,7 @@
 #pragma once
 
 #include <collcomm/kernels/block_primitives.cuh>
+#include <collcomm/kernels/grouped_call.cuh>
 #include <collcomm/kernels/pushed_call.cuh>
 #include <collcomm/kinds.hpp>
 #include <collcomm/tuning.hpp>
@@ -49,16 +50,21 @@ constexpr bool stages_channel_range() {
 }
 
 // An algorithm whose call, for kind K, reduces every peer's channel range once, with nothing to
-// order but the inputs' arrival (one_shot all_reduce), can take small calls across processes as
-// pushed lines instead of staging and a barrier (direct_primitives.cuh, "pushed calls"), in
-// elements a line's 8 bytes hold whole. Such calls (transport::pushes) run a kernel of their own,
+// order but the inputs' arrival (one_shot all_reduce): its small calls in a launch that carries
+// every rank need no barrier (grouped_call.cuh), and across processes they can go as pushed lines
+// instead of staging and a barrier (direct_primitives.cuh, "pushed calls"), in elements a line's 8
+// bytes hold whole. Such calls (transport::pushes) run a kernel of their own,
 // collective_kernel<..., true>: the staged kernel carries none of the pushed path's code.
-template <class K, class Algo, class T>
-constexpr bool pushes_small_calls() {
+template <class K, class Algo>
+constexpr bool reduces_ranges_once() {
   if constexpr (requires { Algo::template pushable<K>; })
-    return Algo::template pushable<K> && sizeof(T) <= 8 && 8 % sizeof(T) == 0;
+    return Algo::template pushable<K>;
   else
     return false;
+}
+template <class K, class Algo, class T>
+constexpr bool pushes_small_calls() {
+  return reduces_ranges_once<K, Algo>() && sizeof(T) <= 8 && 8 % sizeof(T) == 0;
 }
 
 // A launch's parameters: the handle, and the parameters of each rank it carries. Ranks: how many
@@ -138,6 +144,8 @@ COLLCOMM_KERNEL void __launch_bounds__(Tuning::threads)
   using prims_t = block_primitives<Handle, T, Op, typename Tuning::protocol>;
   if constexpr (Pushed)  // its common path, all of it; false: the call is staged (pushed_call, below)
     if (pushed_call_fast<Handle, T, Op>(p, static_cast<std::uint32_t>(prims_t::align_elems()))) return;
+  if constexpr (!Pushed && reduces_ranges_once<K, Algo>() && grouped_call_type<T>)  // a small call of every rank
+    if (grouped_one_shot<T, Op>(p, static_cast<std::uint32_t>(prims_t::align_elems()))) return;
   extern __shared__ std::uint64_t smem_steps[];  // (send | recv | head seen, peer), then (rank) pointers
   __shared__ int aborted;
   const rank_params<T, Op>& mine = p.rank[Pushed ? 0 : blockIdx.y];

@@ -30,6 +30,21 @@ struct rank_params {
   std::uint32_t call = 0;  // the call's fingerprint (gpu/launch.hpp, fingerprint_of), carried by its FIFO messages
 };
 
+// Folds eight ranks' inputs into acc, in rank order: element e of v[u] (a line or vector with
+// elements t[]) is rank q0 + u's, ranks from n on left out; each takes the op's pre-step, rank 0's
+// starts the fold. The small calls' reductions (pushed_call.cuh, grouped_call.cuh).
+template <int E, class Vec, class Op, class A>
+__device__ __forceinline__ void fold_eight_ranks(A (&acc)[E], const Vec (&v)[8], int q0, int n, const Op& op) {
+#pragma unroll
+  for (int u = 0; u < 8; ++u)
+    if (q0 + u < n)
+#pragma unroll
+      for (int e = 0; e < E; ++e) {
+        const A x = apply_pre(op, to_accum(v[u].t[e]));
+        acc[e] = q0 + u == 0 ? x : static_cast<A>(op(acc[e], x));
+      }
+}
+
 // A simple message's `sizes` word: its element count (< 2^32) and its call's 31-bit fingerprint,
 // with bit 63 set, so that it never equals ll's slot mark (ll_fifo.cuh, ll_mark: bit 63 clear).
 COLLCOMM_HD constexpr std::uint64_t size_word(std::uint32_t call, index_t n) {

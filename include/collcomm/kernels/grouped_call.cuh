@@ -80,14 +80,7 @@ __device__ bool grouped_one_shot(const Params& p, std::uint32_t align) {
         for (int e = 0; e < vec; ++e)
           if (e0 + e < size) v[u].t[e] = input_of(q0 + u)[begin + e0 + e];
     }
-#pragma unroll
-    for (int u = 0; u < 8; ++u)
-      if (q0 + u < n)
-#pragma unroll
-        for (int e = 0; e < vec; ++e) {
-          const acc_t x = apply_pre(mine.op, to_accum(v[u].t[e]));
-          acc[e] = q0 + u == 0 ? x : static_cast<acc_t>(mine.op(acc[e], x));
-        }
+    fold_eight_ranks(acc, v, q0, n, mine.op);
   }
   if (failed) return true;
   T* const dst = mine.out + begin + e0;

@@ -302,14 +302,7 @@ __device__ bool pushed_call_fast(const Params& p, std::uint32_t align) {
         const std::uint64_t x = peer_lines[(q < n && q != me ? static_cast<std::uint32_t>(i) * lines : 0u) + j];
         v[u].u = q == me ? own : x;
       }
-#pragma unroll
-      for (int u = 0; u < 8; ++u)
-        if (q0 + u < n)
-#pragma unroll
-          for (int e = 0; e < epl; ++e) {
-            const acc_t x = apply_pre(mine.op, to_accum(v[u].t[e]));
-            acc[e] = q0 + u == 0 ? x : static_cast<acc_t>(mine.op(acc[e], x));
-          }
+      fold_eight_ranks(acc, v, q0, n, mine.op);
     }
 #pragma unroll
     for (int e = 0; e < epl; ++e)

@@ -2,11 +2,12 @@
 // so a call whose channel range fits one 16-byte vector per thread is reduced in registers with no
 // barrier (kernels/grouped_call.cuh); a larger or misaligned call takes the schedule. Every op on
 // element types of 1 to 8 bytes, on both sides of that bound, on 1 and 3 channels, N = 1, 2, 3, 8
-// and 11 ranks (more than eight: two passes over the ranks), from a CUDA graph, and buffers one
-// element off their 16-byte alignment; every output element checked.
+// and 11 ranks (more than eight: two passes over the ranks), from a CUDA graph, buffers one element
+// off their 16-byte alignment, and every rank's output bitwise the same; every output element checked.
 #include "gpu_harness.cuh"
 
 #include <barrier>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
@@ -19,10 +20,10 @@ using namespace collcomm_gpu_test;
 namespace {
 
 // The most elements a call of `channels` channels reduces in registers: a 16-byte vector for each of
-// a block's 512 threads on each channel.
+// a block's threads on each channel.
 template <class T>
 constexpr index_t register_bound(int channels) {
-  return static_cast<index_t>(channels) * 512 * static_cast<index_t>(16 / sizeof(T));
+  return static_cast<index_t>(channels) * tuning<>::threads * static_cast<index_t>(16 / sizeof(T));
 }
 
 template <class T, class Op>
@@ -88,69 +89,132 @@ TEST_CASE("one_shot all_reduce of ranks sharing a GPU, small calls captured into
   }
 }
 
+namespace {
+
+// Each rank (a thread of its own) runs one_shot all_reduce on one channel of its row of x, its
+// input in_off[r] and its output out_off[r] elements into buffers that start on 16-byte boundaries
+// (the output poisoned first, with an element to spare on each side); got[r] is rank r's whole
+// output buffer (count + 2 elements, the output at out_off[r]). Returns each rank's error ("" none).
+template <class Op>
+std::vector<std::string> one_shot_on_threads(gpu::world& w, const std::vector<std::vector<float>>& x,
+                                             const std::vector<index_t>& in_off, const std::vector<index_t>& out_off,
+                                             const Op& op, std::vector<std::vector<float>>& got) {
+  const int n = w.size();
+  const index_t count = static_cast<index_t>(x[0].size());
+  std::vector<std::string> errors(n);
+  got.assign(n, std::vector<float>(count + 2));
+  std::barrier sync_point(n);  // every rank's buffers set up before any launches, freed after all end
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      cudaSetDevice(w.device_of(r));
+      communicator<transport::nvlink> comm(w, r);
+      cudaStream_t s;
+      cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+      float *in = nullptr, *out = nullptr;
+      cudaMalloc(&in, (count + 1) * sizeof(float));
+      cudaMalloc(&out, (count + 2) * sizeof(float));
+      cudaMemcpy(in + in_off[r], x[r].data(), count * sizeof(float), cudaMemcpyHostToDevice);
+      cudaMemset(out, 0xFF, (count + 2) * sizeof(float));
+      cudaDeviceSynchronize();
+      sync_point.arrive_and_wait();
+      try {
+        all_reduce<algo::one_shot, tuning<protocol::simple, 1>>(comm, in + in_off[r], out + out_off[r], count, op, s);
+        if (cudaStreamSynchronize(s) != cudaSuccess) errors[r] = "the stream failed";
+        comm.check();
+      } catch (const std::exception& e) {
+        errors[r] = e.what();
+      }
+      cudaMemcpy(got[r].data(), out, (count + 2) * sizeof(float), cudaMemcpyDeviceToHost);
+      sync_point.arrive_and_wait();
+      cudaFree(in);
+      cudaFree(out);
+      cudaStreamDestroy(s);
+    });
+  for (auto& t : threads) t.join();
+  return errors;
+}
+
+std::uint32_t bits_of(float f) {
+  std::uint32_t b;
+  std::memcpy(&b, &f, sizeof b);
+  return b;
+}
+
+}  // namespace
+
 // Buffers one element past a 16-byte boundary: every rank's input and output (every block takes
 // the schedule, whose loads need no alignment), or only the outputs of odd ranks (their blocks take
 // the schedule, the others reduce in registers). Inputs are small integers, so the float sums are
-// exact in any order.
+// exact in any order; the elements beside each output keep their poison.
 TEST_CASE("one_shot all_reduce of ranks sharing a GPU, buffers not 16-byte aligned") {
   const int n = 4;
   gpu::world w(n);
   for (const bool inputs_off : {true, false})
-  for (index_t count : {index_t{7}, index_t{1000}}) {
-    std::mt19937_64 g(fresh_seed() ^ static_cast<std::uint64_t>(count));
-    std::vector<std::vector<float>> x(n, std::vector<float>(count));
-    std::vector<double> want(count, 0.0);
-    for (int r = 0; r < n; ++r)
-      for (index_t i = 0; i < count; ++i) {
-        x[r][i] = static_cast<float>(static_cast<int>(g() % 201) - 100);
-        want[i] += x[r][i];
-      }
-    std::vector<std::string> errors(n);
-    std::barrier sync_point(n);  // every rank's buffers set up before any launches, freed after all end
-    std::vector<std::thread> threads;
-    for (int r = 0; r < n; ++r)
-      threads.emplace_back([&, r] {
-        cudaSetDevice(w.device_of(r));
-        communicator<transport::nvlink> comm(w, r);
-        cudaStream_t s;
-        cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
-        float *in = nullptr, *out = nullptr;
-        cudaMalloc(&in, (count + 1) * sizeof(float));
-        cudaMalloc(&out, (count + 2) * sizeof(float));
-        const index_t in_off = inputs_off ? 1 : 0, out_off = inputs_off || r % 2 ? 1 : 0;
-        cudaMemcpy(in + in_off, x[r].data(), count * sizeof(float), cudaMemcpyHostToDevice);
-        cudaMemset(out, 0xFF, (count + 2) * sizeof(float));  // poison, and the element on each side
-        cudaDeviceSynchronize();
-        sync_point.arrive_and_wait();
-        try {
-          all_reduce<algo::one_shot, tuning<protocol::simple, 1>>(comm, in + in_off, out + out_off, count, op::sum{},
-                                                                  s);
-          if (cudaStreamSynchronize(s) != cudaSuccess) errors[r] = "the stream failed";
-          comm.check();
-        } catch (const std::exception& e) {
-          errors[r] = e.what();
+    for (index_t count : {index_t{7}, index_t{1000}}) {
+      std::mt19937_64 g(fresh_seed() ^ static_cast<std::uint64_t>(count));
+      std::vector<std::vector<float>> x(n, std::vector<float>(count));
+      std::vector<double> want(count, 0.0);
+      for (int r = 0; r < n; ++r)
+        for (index_t i = 0; i < count; ++i) {
+          x[r][i] = static_cast<float>(static_cast<int>(g() % 201) - 100);
+          want[i] += x[r][i];
         }
-        std::vector<float> got(count + 2);
-        cudaMemcpy(got.data(), out, (count + 2) * sizeof(float), cudaMemcpyDeviceToHost);
-        for (index_t i : {index_t{0}, count, count + 1})  // the elements beside the output keep their poison
-          if (i < out_off || i >= out_off + count) {
-            std::uint32_t bits;
-            std::memcpy(&bits, &got[i], 4);
-            if (errors[r].empty() && bits != 0xFFFFFFFFu) errors[r] = "an element beside the output was written";
-          }
+      std::vector<index_t> in_off(n), out_off(n);
+      for (int r = 0; r < n; ++r) in_off[r] = inputs_off ? 1 : 0, out_off[r] = inputs_off || r % 2 ? 1 : 0;
+      std::vector<std::vector<float>> got;
+      std::vector<std::string> errors = one_shot_on_threads(w, x, in_off, out_off, op::sum{}, got);
+      for (int r = 0; r < n; ++r) {
+        const index_t o = out_off[r];
+        for (index_t i : {index_t{0}, count, count + 1})
+          if ((i < o || i >= o + count) && errors[r].empty() && bits_of(got[r][i]) != 0xFFFFFFFFu)
+            errors[r] = "an element beside the output was written";
         for (index_t i = 0; i < count && errors[r].empty(); ++i)
-          if (static_cast<double>(got[i + out_off]) != want[i])
-            errors[r] = "element " + std::to_string(i) + ": got " + std::to_string(got[i + out_off]) + " expected " +
+          if (static_cast<double>(got[r][i + o]) != want[i])
+            errors[r] = "element " + std::to_string(i) + ": got " + std::to_string(got[r][i + o]) + " expected " +
                         std::to_string(want[i]);
-        sync_point.arrive_and_wait();
-        cudaFree(in);
-        cudaFree(out);
-        cudaStreamDestroy(s);
-      });
-    for (auto& t : threads) t.join();
+        INFO("rank ", r, " count=", count, " inputs off=", inputs_off, " seed=", fresh_seed());
+        CHECK_EQ(errors[r], "");
+      }
+    }
+}
+
+// Every rank reduces in rank order, so every rank's output is bitwise the same, whichever way its
+// blocks go: random floats (not exact in any order), 11 ranks (two passes over the ranks), odd
+// ranks' outputs off their alignment (their blocks take the schedule, the others reduce in
+// registers); each element also within float rounding of a float64 reference.
+TEST_CASE("one_shot all_reduce of ranks sharing a GPU: every rank's output bitwise the same") {
+  const int n = 11;
+  gpu::options o;
+  o.channels = 4;
+  gpu::world w(n, {}, o);
+  const index_t count = 1500;
+  std::mt19937_64 g(fresh_seed());
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<std::vector<float>> x(n, std::vector<float>(count));
+  for (auto& row : x)
+    for (auto& e : row) e = u(g);
+  std::vector<index_t> in_off(n, 0), out_off(n);
+  for (int r = 0; r < n; ++r) out_off[r] = r % 2;
+  auto check = [&](const auto& op, double scale) {
+    std::vector<std::vector<float>> got;
+    std::vector<std::string> errors = one_shot_on_threads(w, x, in_off, out_off, op, got);
+    for (int r = 0; r < n; ++r)
+      for (index_t i = 0; i < count && errors[r].empty() && errors[0].empty(); ++i) {
+        const float v = got[r][i + out_off[r]];
+        double want = 0, size = 0;
+        for (int q = 0; q < n; ++q) want += scale * x[q][i], size += std::abs(scale * x[q][i]);
+        if (bits_of(v) != bits_of(got[0][i + out_off[0]]))
+          errors[r] = "element " + std::to_string(i) + " differs from rank 0's: " + std::to_string(v) + " against " +
+                      std::to_string(got[0][i + out_off[0]]);
+        else if (std::abs(v - want) > 4e-7 * n * size + 1e-30)
+          errors[r] = "element " + std::to_string(i) + ": got " + std::to_string(v) + " expected " + std::to_string(want);
+      }
     for (int r = 0; r < n; ++r) {
-      INFO("rank ", r, " count=", count, " inputs off=", inputs_off);
+      INFO(std::string(op_name<std::decay_t<decltype(op)>>()), " rank ", r, " seed=", fresh_seed());
       CHECK_EQ(errors[r], "");
     }
-  }
+  };
+  check(op::sum{}, 1.0);
+  check(op::premul_sum<double>{0.37}, 0.37);
 }

@@ -41,12 +41,15 @@ import textwrap
 KINDS = ["all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce"]
 
 # Candidate arms: (algorithm, protocol, channels, slot bytes[, threads per block]); 0 = the world's,
-# threads 512 unless named. The 32-channel one_shot and two_shot arms are for 2 ranks, whose worlds
+# threads 512 unless named. The 4-channel one_shot arm is for calls a few channels reduce in
+# registers (kernels/grouped_call.cuh: a vector per thread and channel) sooner than one, with fewer
+# blocks than the world's. The 32-channel one_shot and two_shot arms are for 2 ranks, whose worlds
 # take 64: every rank reads every input, and fewer blocks at once may hit the L2 more (the bench
 # refuses them where the world has fewer). Direct all_gather's copy loop keeps more loads in flight
 # with 1024 threads (the bench builds 1024-thread kernels for algo::direct only).
 GPU_ARMS = {
-    "all_reduce": [("one_shot", "simple", 1, 0), ("one_shot", "simple", 0, 0), ("one_shot", "simple", 32, 0),
+    "all_reduce": [("one_shot", "simple", 1, 0), ("one_shot", "simple", 4, 0), ("one_shot", "simple", 0, 0),
+                   ("one_shot", "simple", 32, 0),
                    ("two_shot", "simple", 0, 0), ("two_shot", "simple", 32, 0),
                    ("ring", "ll", 1, 0), ("ring", "ll", 0, 0), ("tree", "ll", 4, 0), ("tree", "simple", 0, 1 << 20),
                    ("ring", "simple", 0, 1 << 20), ("recursive_doubling", "ll", 1, 0),

@@ -218,3 +218,43 @@ TEST_CASE("one_shot all_reduce of ranks sharing a GPU: every rank's output bitwi
   check(op::sum{}, 1.0);
   check(op::premul_sum<double>{0.37}, 0.37);
 }
+
+// A world whose abort word is raised (as the first wait that times out raises it; written here from
+// the host, which does not know) stays failed on the GPU: a call reduced in registers and one
+// through the schedule both return at once and leave every output as it was. The word lowered
+// again, the same world reduces both correctly.
+TEST_CASE("one_shot all_reduce of ranks sharing a GPU: a raised abort word leaves every output untouched") {
+  const int n = 4;
+  gpu::world w(n);
+  std::uint32_t* const word = w.handle<transport::nvlink_handle<transport::scope_device>>(0).entry_abort;
+  for (index_t count : {register_bound<float>(1), register_bound<float>(1) + 1}) {  // registers, schedule
+    std::mt19937_64 g(fresh_seed() ^ static_cast<std::uint64_t>(count));
+    std::vector<std::vector<float>> x(n, std::vector<float>(count));
+    std::vector<double> want(count, 0.0);
+    for (int r = 0; r < n; ++r)
+      for (index_t i = 0; i < count; ++i) {
+        x[r][i] = static_cast<float>(static_cast<int>(g() % 201) - 100);
+        want[i] += x[r][i];
+      }
+    const std::vector<index_t> offsets(n, 0);
+    for (const std::uint32_t raised : {1u, 0u}) {
+      REQUIRE_EQ(cudaMemcpy(word, &raised, sizeof raised, cudaMemcpyHostToDevice), cudaSuccess);
+      std::vector<std::vector<float>> got;
+      std::vector<std::string> errors = one_shot_on_threads(w, x, offsets, offsets, op::sum{}, got);
+      for (int r = 0; r < n; ++r) {
+        if (raised) {
+          errors[r].clear();  // the host does not know the world failed: what it says is not checked
+          for (index_t i = 0; i < count + 2 && errors[r].empty(); ++i)
+            if (bits_of(got[r][i]) != 0xFFFFFFFFu) errors[r] = "element " + std::to_string(i) + " was written";
+        } else {
+          for (index_t i = 0; i < count && errors[r].empty(); ++i)
+            if (static_cast<double>(got[r][i]) != want[i])
+              errors[r] = "element " + std::to_string(i) + ": got " + std::to_string(got[r][i]) + " expected " +
+                          std::to_string(want[i]);
+        }
+        INFO("rank ", r, " count=", count, " abort word ", raised, " seed=", fresh_seed());
+        CHECK_EQ(errors[r], "");
+      }
+    }
+  }
+}

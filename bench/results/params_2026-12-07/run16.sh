@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Device call 16: every in-process GPU test (the 28 of CI's build of 8d8b8ce and test_gpu_one_shot
-# of fe01877: .deps/bins13.tar.xz, .deps/bins16.tar.xz), then algo::automatic's one_shot arms for
+# of 95ce6f8: .deps/bins13.tar.xz, .deps/bins16.tar.xz), then algo::automatic's one_shot arms for
 # all_reduce re-swept (ranks as threads, 8 B to 2 MiB: 1, 4, the world's and 32 channels), stream-
 # launched and from a CUDA graph (the tie-break), with collcomm_bench narrowed to one_shot f32
 # all_reduce of fe01877 (in bins16). The table is chosen here from these sweeps merged into the

@@ -4,11 +4,13 @@
 //
 // A small call's time is the serial path of the block's busiest thread, so this path keeps it
 // short: one round of loads (the staged-call count, the cleaned epoch, the abort word, the peers'
-// windows, the input's lines) and a __syncthreads; then each thread takes pairs (peer, line): it
-// stores this rank's line to that peer and polls that peer's line here, into shared memory; then
-// a __syncthreads and each thread reduces its lines in rank order and writes them. The launch's
-// parameters are read straight into registers; no block state is built in local memory. The
-// first call of an epoch is not taken here: the caller stages it.
+// windows, the input's lines); then each thread takes pairs (peer, line): it stores this rank's
+// line to that peer and polls that peer's line here, into shared memory; then a __syncthreads and
+// each thread reduces its lines in rank order and writes them. A call of at most a pair a thread
+// has no barrier before its stores (each thread loads what it uses); a larger one shares its
+// loads through shared memory, behind a __syncthreads. The launch's parameters are read straight
+// into registers; no block state is built in local memory. The first call of an epoch is not
+// taken here: the caller stages it.
 #pragma once
 
 #include <collcomm/kernels/channel.cuh>
@@ -115,8 +117,6 @@ __device__ bool pushed_call_fast(const Params& p, std::uint32_t align) {
   const std::uint32_t lines = (size * static_cast<std::uint32_t>(sizeof(T)) + 7) / 8;
   const T* const in = mine.in + begin;
 
-  // One round of loads, all issued before any is used: this thread's first line of input, a
-  // rank's window, and (thread 0) the count, the epoch and the abort word; into shared memory after.
   auto input_line = [&](std::uint32_t j) {  // zero past the range
     line_t v;
     v.u = 0;
@@ -129,108 +129,67 @@ __device__ bool pushed_call_fast(const Params& p, std::uint32_t align) {
     return r == me ? static_cast<char*>(p.stage)
                    : static_cast<char*>(const_cast<void*>(p.h.buffers[channel * n + r].in));
   };
-  const line_t first = input_line(t);
-  char* const window = static_cast<int>(t) < n ? window_of(static_cast<int>(t)) : nullptr;
-  std::uint64_t k0 = 0, epoch0 = 0;
-  bool failed0 = false;
-  if (t == 0) {
-    k0 = p.h.staged_calls[channel];
-    epoch0 = p.h.staged_calls[p.h.nchannels + channel];
-    failed0 = world_aborted(p.h.entry_abort);
-  }
-  if (t < lines) own_lines[t] = first.u;
-#pragma unroll 1
-  for (std::uint32_t j = t + nt; j < lines; j += nt) own_lines[j] = input_line(j).u;
-  if (static_cast<int>(t) < n) windows[t] = window;
-#pragma unroll 1
-  for (int r = static_cast<int>(t + nt); r < n; r += static_cast<int>(nt)) windows[r] = window_of(r);
-  if (t == 0) {
-    staged_k = k0;
-    cleaned = epoch0;
-    entry_failed = failed0;
-  }
-  __syncthreads();
-  const std::uint64_t k = staged_k;
-  if ((k + 1) >> 32 != cleaned) return false;
-  if (t == nt - 1) advance_staged_calls(p.h, channel, k);  // a thread that likely has no pair
-  if (entry_failed || size == 0) return true;              // size: the same on every rank that makes this call
-
-  const std::uint32_t f = static_cast<std::uint32_t>(k + 1), call = mine.call & 0x7fffffffu;
-  const std::size_t region = transport::push_region_bytes(p.h.nchannels);
-  const std::size_t at = 4 * p.h.window_bytes + (k & 1) * static_cast<std::size_t>(n) * region;
-  const std::size_t data = 16 * (static_cast<std::size_t>(p.h.nchannels) + begin * sizeof(T) / 8);  // bytes
-  const std::size_t header = 16 * static_cast<std::size_t>(channel);
-  const std::size_t to_peer = at + me * region;  // this rank's region in a peer's part
-  char* const received = windows[me] + at;      // peer q's region here: + q * region
-  std::uint32_t* const abort_word = p.h.abort;
-  const std::uint64_t timeout_ns = p.h.timeout_ns;
-  const std::uint32_t pairs = lines * static_cast<std::uint32_t>(n - 1);
-  // Pair (i, j): peer me + 1 + i (mod n), line j; this thread's first is pair t, then every nt-th.
-  const std::uint32_t i0 = t / lines, j0 = t - i0 * lines, di = nt / lines, dj = nt - di * lines;
-  auto peer_of = [&](std::uint32_t i) {
+  auto peer_of = [&](std::uint32_t i) {  // peer offset i: peer me + 1 + i (mod n)
     const int q = me + 1 + static_cast<int>(i);
     return q < n ? q : q - n;
   };
-  auto next_pair = [&](std::uint32_t& i, std::uint32_t& j) {
-    i += di;
-    j += dj;
-    if (j >= lines) j -= lines, ++i;
-  };
-  constexpr int U = 4;  // pairs a thread has in flight at once
-
-  // Stores: this rank's line j into its region of peer q's part, a pair at a time (gathered, they
-  // measured slower: each store is asm that clobbers memory); its header to each peer, peer
-  // me + 1 + i (mod n) from thread i mod nt.
-  if (pairs <= nt) {  // at most a pair a thread
-    if (t < pairs) {
-      line_t v;
-      v.u = j0 == t ? first.u : own_lines[j0];
-      ll_store<scope>(reinterpret_cast<std::uint64_t*>(windows[peer_of(i0)] + to_peer + data + 16 * j0),
-                      ll_lo(v.w[0], f), ll_hi(v.w[1], f));
-    }
-  } else {
-    std::uint32_t i = i0, j = j0;
-#pragma unroll 1
-    for (std::uint32_t pr = t; pr < pairs; pr += nt) {
-      line_t v;
-      v.u = j == t ? first.u : own_lines[j];
-      ll_store<scope>(reinterpret_cast<std::uint64_t*>(windows[peer_of(i)] + to_peer + data + 16 * j),
-                      ll_lo(v.w[0], f), ll_hi(v.w[1], f));
-      next_pair(i, j);
-    }
-  }
-#pragma unroll 1
-  for (std::uint32_t i = t; i < static_cast<std::uint32_t>(n - 1); i += nt)
-    ll_store<scope>(reinterpret_cast<std::uint64_t*>(windows[peer_of(i)] + to_peer + header), ll_lo(call, f),
-                    ll_hi(size, f));
-
-  // Polls. A peer's header is checked as soon as it is seen: a peer of another call or size is
-  // reported as such, not as lines that never came. The lines not there yet are loaded again
-  // together until all are (one round trip after the last arrival, not one per line).
+  const std::uint32_t pairs = lines * static_cast<std::uint32_t>(n - 1);
+  // Pair (i, j): peer offset i, line j; this thread's first is pair t, then every nt-th.
+  const std::uint32_t i0 = lines ? t / lines : 0, j0 = t - i0 * lines;
+  const std::uint32_t call = static_cast<std::uint32_t>(mine.call) & 0x7fffffffu;  // the call, in headers
+  const std::size_t region = transport::push_region_bytes(p.h.nchannels);
+  const std::size_t data = 16 * (static_cast<std::size_t>(p.h.nchannels) + begin * sizeof(T) / 8);  // bytes
+  const std::size_t header = 16 * static_cast<std::size_t>(channel);
+  std::uint32_t* const abort_word = p.h.abort;
+  const std::uint64_t timeout_ns = p.h.timeout_ns;
   bool bad = false;
-  auto header_differs = [&](int q, std::uint64_t ha, std::uint64_t hb) {
+  auto header_differs = [&](std::uint64_t k, int q, std::uint64_t ha, std::uint64_t hb) {
     if (static_cast<std::uint32_t>(ha) == call && static_cast<std::uint32_t>(hb) == size) return false;
     const std::uint32_t theirs = static_cast<std::uint32_t>(ha) & 0x7fffffffu;
     pushed_stall(p.h, me, channel, q, k, theirs != call ? transport::stall_call : transport::stall_size,
                  wait_result::timeout, call, theirs);
     return true;
   };
-  auto header_of = [&](int q) { return reinterpret_cast<const std::uint64_t*>(received + q * region + header); };
-  auto line_of = [&](std::uint32_t i, std::uint32_t j) {
-    return reinterpret_cast<const std::uint64_t*>(received + peer_of(i) * region + data + 16 * j);
-  };
-  if (pairs <= nt) {
-    // At most a pair a thread (pairs >= n - 1): thread t awaits its pair's line and, t < n - 1,
-    // the header of peer me + 1 + t, both at once.
-    if (t < pairs) {
-      const bool has_header = t < static_cast<std::uint32_t>(n - 1);
+  line_t first;  // this thread's first line of input (line t)
+
+  if (pairs != 0 && pairs <= nt) {
+    // At most a pair a thread, and no barrier before the stores: each thread loads what it uses
+    // itself, in one round — the channel's staged-call count, its cleaned epoch and the abort word
+    // (the same words on every thread: no thread of this kernel writes them before the barrier
+    // below), its line of input, its pair's line and the windows of the peers it stores to. Thread
+    // t stores its pair's line and, t < n - 1, its header to peer offset t, then awaits the line of
+    // its pair and that peer's header here, both at once.
+    const bool has_pair = t < pairs, has_header = t < static_cast<std::uint32_t>(n - 1);
+    const std::uint64_t k = p.h.staged_calls[channel];
+    const std::uint64_t epoch = p.h.staged_calls[p.h.nchannels + channel];
+    const bool failed = world_aborted(p.h.entry_abort);
+    first = input_line(t);
+    const line_t pair_line = i0 == 0 ? first : input_line(j0);
+    char* const pair_window = has_pair ? window_of(peer_of(i0)) : nullptr;
+    char* const header_window = has_header ? window_of(peer_of(t)) : nullptr;
+    if ((k + 1) >> 32 != epoch) return false;  // on every thread alike
+
+    const std::uint32_t f = static_cast<std::uint32_t>(k + 1);
+    const std::size_t at = 4 * p.h.window_bytes + (k & 1) * static_cast<std::size_t>(n) * region;
+    const std::size_t to_peer = at + me * region;                    // this rank's region in a peer's part
+    const char* const received = static_cast<char*>(p.stage) + at;  // peer q's region here: + q * region
+    bad = failed;  // a world that failed stays failed: nothing stored, the output left as it was
+    if (!failed && has_pair)
+      ll_store<scope>(reinterpret_cast<std::uint64_t*>(pair_window + to_peer + data + 16 * j0),
+                      ll_lo(pair_line.w[0], f), ll_hi(pair_line.w[1], f));
+    if (!failed && has_header)
+      ll_store<scope>(reinterpret_cast<std::uint64_t*>(header_window + to_peer + header), ll_lo(call, f),
+                      ll_hi(size, f));
+    if (!failed && has_pair) {
       const int qh = peer_of(has_header ? t : 0);
-      const std::uint64_t* const src[2] = {line_of(i0, j0), header_of(qh)};
+      const std::uint64_t* const src[2] = {
+          reinterpret_cast<const std::uint64_t*>(received + peer_of(i0) * region + data + 16 * j0),
+          reinterpret_cast<const std::uint64_t*>(received + qh * region + header)};
       std::uint64_t a[2], b[2];
       unsigned pending = has_header ? 3u : 1u;
       const wait_result w = await_lines<scope, 2>(src, a, b, pending, f, abort_word, timeout_ns,
                                                   [&](int u, std::uint64_t ha, std::uint64_t hb) {
-                                                    if (u == 1) bad = header_differs(qh, ha, hb);
+                                                    if (u == 1) bad = header_differs(k, qh, ha, hb);
                                                     return !bad;
                                                   });
       if (w != wait_result::ok) {
@@ -239,17 +198,86 @@ __device__ bool pushed_call_fast(const Params& p, std::uint32_t align) {
       }
       peer_lines[t] = static_cast<std::uint32_t>(a[0]) | (b[0] << 32);
     }
+    const bool stop = __syncthreads_or(bad);  // every thread has read the count: it may advance
+    if (t == nt - 1) advance_staged_calls(p.h, channel, k);
+    if (stop) return true;  // a failed call leaves the output untouched
   } else {
-    // The headers of the peers this thread stored its header to, then its pairs, U at a time.
+    // More pairs than threads (or none): one round of loads, all issued before any is used — this
+    // thread's first line of input, a rank's window, and (thread 0) the count, the epoch and the
+    // abort word — into shared memory, a __syncthreads, then each thread's pairs.
+    first = input_line(t);
+    char* const window = static_cast<int>(t) < n ? window_of(static_cast<int>(t)) : nullptr;
+    std::uint64_t k0 = 0, epoch0 = 0;
+    bool failed0 = false;
+    if (t == 0) {
+      k0 = p.h.staged_calls[channel];
+      epoch0 = p.h.staged_calls[p.h.nchannels + channel];
+      failed0 = world_aborted(p.h.entry_abort);
+    }
+    if (t < lines) own_lines[t] = first.u;
+#pragma unroll 1
+    for (std::uint32_t j = t + nt; j < lines; j += nt) own_lines[j] = input_line(j).u;
+    if (static_cast<int>(t) < n) windows[t] = window;
+#pragma unroll 1
+    for (int r = static_cast<int>(t + nt); r < n; r += static_cast<int>(nt)) windows[r] = window_of(r);
+    if (t == 0) {
+      staged_k = k0;
+      cleaned = epoch0;
+      entry_failed = failed0;
+    }
+    __syncthreads();
+    const std::uint64_t k = staged_k;
+    if ((k + 1) >> 32 != cleaned) return false;
+    if (t == nt - 1) advance_staged_calls(p.h, channel, k);  // a thread that likely has no pair
+    if (entry_failed || size == 0) return true;              // size: the same on every rank that makes this call
+
+    const std::uint32_t f = static_cast<std::uint32_t>(k + 1);
+    const std::size_t at = 4 * p.h.window_bytes + (k & 1) * static_cast<std::size_t>(n) * region;
+    const std::size_t to_peer = at + me * region;  // this rank's region in a peer's part
+    char* const received = windows[me] + at;      // peer q's region here: + q * region
+    const std::uint32_t di = nt / lines, dj = nt - di * lines;
+    auto next_pair = [&](std::uint32_t& i, std::uint32_t& j) {
+      i += di;
+      j += dj;
+      if (j >= lines) j -= lines, ++i;
+    };
+    constexpr int U = 4;  // pairs a thread has in flight at once
+
+    // Stores: this rank's line j into its region of peer q's part, a pair at a time (gathered, they
+    // measured slower: each store is asm that clobbers memory); its header to each peer, peer
+    // me + 1 + i (mod n) from thread i mod nt.
+    {
+      std::uint32_t i = i0, j = j0;
+#pragma unroll 1
+      for (std::uint32_t pr = t; pr < pairs; pr += nt) {
+        line_t v;
+        v.u = j == t ? first.u : own_lines[j];
+        ll_store<scope>(reinterpret_cast<std::uint64_t*>(windows[peer_of(i)] + to_peer + data + 16 * j),
+                        ll_lo(v.w[0], f), ll_hi(v.w[1], f));
+        next_pair(i, j);
+      }
+    }
+#pragma unroll 1
+    for (std::uint32_t i = t; i < static_cast<std::uint32_t>(n - 1); i += nt)
+      ll_store<scope>(reinterpret_cast<std::uint64_t*>(windows[peer_of(i)] + to_peer + header), ll_lo(call, f),
+                      ll_hi(size, f));
+
+    // Polls: the headers of the peers this thread stored its header to, then its pairs, U at a
+    // time. A peer's header is checked as soon as it is seen: a peer of another call or size is
+    // reported as such, not as lines that never came. The lines not there yet are loaded again
+    // together until all are (one round trip after the last arrival, not one per line).
+    auto line_of = [&](std::uint32_t i, std::uint32_t j) {
+      return reinterpret_cast<const std::uint64_t*>(received + peer_of(i) * region + data + 16 * j);
+    };
 #pragma unroll 1
     for (std::uint32_t i = t; i < static_cast<std::uint32_t>(n - 1) && !bad; i += nt) {
       const int q = peer_of(i);
-      const std::uint64_t* const src[1] = {header_of(q)};
+      const std::uint64_t* const src[1] = {reinterpret_cast<const std::uint64_t*>(received + q * region + header)};
       std::uint64_t a[1], b[1];
       unsigned pending = 1;
       const wait_result w = await_lines<scope, 1>(src, a, b, pending, f, abort_word, timeout_ns,
                                                   [&](int, std::uint64_t ha, std::uint64_t hb) {
-                                                    bad = header_differs(q, ha, hb);
+                                                    bad = header_differs(k, q, ha, hb);
                                                     return !bad;
                                                   });
       if (w != wait_result::ok) {
@@ -281,9 +309,9 @@ __device__ bool pushed_call_fast(const Params& p, std::uint32_t align) {
       for (int u = 0; u < U; ++u)
         if (pr + u * nt < pairs) peer_lines[pr + u * nt] = static_cast<std::uint32_t>(a[u]) | (b[u] << 32);
     }
+    // A failed call leaves the output untouched.
+    if (__syncthreads_or(bad)) return true;
   }
-  // A failed call leaves the output untouched.
-  if (__syncthreads_or(bad)) return true;
 
   // Each thread's lines, reduced in rank order (this rank's own input for itself), 8 ranks' lines
   // loaded at once, and written out. Every load is made (this rank, or a rank past the last, reads

@@ -100,7 +100,7 @@ __device__ bool pushed_call_fast(const Params& p, std::uint32_t align) {
     __device__ line_t() {}
   };
   __shared__ std::uint64_t peer_lines[push_max_peer_lines];  // (peer offset i, line j) at i * lines + j
-  __shared__ std::uint64_t own_lines[transport::push_max_bytes / 8];
+  __shared__ std::uint64_t own_lines[transport::push_channel_bytes / 8];
   __shared__ std::uint64_t staged_k, cleaned;
   __shared__ int entry_failed;
   extern __shared__ std::uint64_t smem_steps[];  // here (rank): every rank's window
@@ -109,7 +109,8 @@ __device__ bool pushed_call_fast(const Params& p, std::uint32_t align) {
   const rank_params<T, Op>& mine = p.rank[0];
   const int n = p.h.nranks, me = mine.args.rank, channel = static_cast<int>(blockIdx.x);
   const std::uint32_t t = threadIdx.x, nt = blockDim.x, nc = gridDim.x;
-  // The channel's range (channel_range's cut, in 32 bits: a pushed call is at most push_max_bytes).
+  // The channel's range (channel_range's cut, in 32 bits: a pushed call is at most push_max_bytes, its
+  // range at most push_channel_bytes).
   const std::uint32_t count = static_cast<std::uint32_t>(mine.args.count);
   const std::uint32_t per = (((nc == 1 ? count : (count + nc - 1) / nc) + align - 1) / align) * align;
   const std::uint32_t begin = min(per * static_cast<std::uint32_t>(channel), count);

@@ -100,7 +100,7 @@ __device__ bool pushed_call_fast(const Params& p, std::uint32_t align) {
     __device__ line_t() {}
   };
   __shared__ std::uint64_t peer_lines[push_max_peer_lines];  // (peer offset i, line j) at i * lines + j
-  __shared__ std::uint64_t own_lines[transport::push_max_bytes / 8];
+  __shared__ std::uint64_t own_lines[transport::push_channel_bytes / 8];
   __shared__ std::uint64_t staged_k, cleaned;
   __shared__ int entry_failed;
   extern __shared__ std::uint64_t smem_steps[];  // here (rank): every rank's window
@@ -109,7 +109,8 @@ __device__ bool pushed_call_fast(const Params& p, std::uint32_t align) {
   const rank_params<T, Op>& mine = p.rank[0];
   const int n = p.h.nranks, me = mine.args.rank, channel = static_cast<int>(blockIdx.x);
   const std::uint32_t t = threadIdx.x, nt = blockDim.x, nc = gridDim.x;
-  // The channel's range (channel_range's cut, in 32 bits: a pushed call is at most push_max_bytes).
+  // The channel's range (channel_range's cut, in 32 bits: a pushed call is at most push_max_bytes, its
+  // range at most push_channel_bytes).
   const std::uint32_t count = static_cast<std::uint32_t>(mine.args.count);
   const std::uint32_t per = (((nc == 1 ? count : (count + nc - 1) / nc) + align - 1) / align) * align;
   const std::uint32_t begin = min(per * static_cast<std::uint32_t>(channel), count);
@@ -262,17 +263,19 @@ __device__ bool pushed_call_fast(const Params& p, std::uint32_t align) {
       ll_store<scope>(reinterpret_cast<std::uint64_t*>(windows[peer_of(i)] + to_peer + header), ll_lo(call, f),
                       ll_hi(size, f));
 
-    // Polls: the headers of the peers this thread stored its header to, then its pairs, U at a
-    // time. A peer's header is checked as soon as it is seen: a peer of another call or size is
-    // reported as such, not as lines that never came. The lines not there yet are loaded again
-    // together until all are (one round trip after the last arrival, not one per line).
+    // Polls: its pairs U at a time, and with the first U the header of peer offset t (t < n - 1),
+    // all at once; the headers of peers past the block's threads first. A peer's header is checked
+    // as soon as it is seen: a peer of another call or size is reported as such, not as lines that
+    // never came. The lines not there yet are loaded again together until all are (one round trip
+    // after the last arrival, not one per line).
+    auto header_of = [&](int q) { return reinterpret_cast<const std::uint64_t*>(received + q * region + header); };
     auto line_of = [&](std::uint32_t i, std::uint32_t j) {
       return reinterpret_cast<const std::uint64_t*>(received + peer_of(i) * region + data + 16 * j);
     };
 #pragma unroll 1
-    for (std::uint32_t i = t; i < static_cast<std::uint32_t>(n - 1) && !bad; i += nt) {
+    for (std::uint32_t i = t + nt; i < static_cast<std::uint32_t>(n - 1) && !bad; i += nt) {
       const int q = peer_of(i);
-      const std::uint64_t* const src[1] = {reinterpret_cast<const std::uint64_t*>(received + q * region + header)};
+      const std::uint64_t* const src[1] = {header_of(q)};
       std::uint64_t a[1], b[1];
       unsigned pending = 1;
       const wait_result w = await_lines<scope, 1>(src, a, b, pending, f, abort_word, timeout_ns,
@@ -285,23 +288,31 @@ __device__ bool pushed_call_fast(const Params& p, std::uint32_t align) {
         bad = true;
       }
     }
+    const bool has_header = t < static_cast<std::uint32_t>(n - 1);
+    const int qh = peer_of(has_header ? t : 0);
     std::uint32_t i = i0, j = j0;
 #pragma unroll 1
     for (std::uint32_t pr = t; pr < pairs && !bad; pr += U * nt) {
-      std::uint64_t a[U], b[U];
-      const std::uint64_t* src[U];
-      unsigned pending = 0;
+      std::uint64_t a[U + 1], b[U + 1];
+      const std::uint64_t* src[U + 1];
+      unsigned pending = pr == t && has_header ? 1u << U : 0u;
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         src[u] = line_of(i, j);
         if (pr + u * nt < pairs) pending |= 1u << u;
         next_pair(i, j);
       }
-      const wait_result w = await_lines<scope, U>(src, a, b, pending, f, abort_word, timeout_ns,
-                                                  [](int, std::uint64_t, std::uint64_t) { return true; });
+      src[U] = header_of(qh);
+      const wait_result w = await_lines<scope, U + 1>(src, a, b, pending, f, abort_word, timeout_ns,
+                                                      [&](int u, std::uint64_t ha, std::uint64_t hb) {
+                                                        if (u == U) bad = header_differs(k, qh, ha, hb);
+                                                        return !bad;
+                                                      });
+      if (bad) break;
       if (w != wait_result::ok) {
         const std::uint32_t late = pr + (__ffs(static_cast<int>(pending)) - 1) * nt;  // a pair not there
-        pushed_stall(p.h, me, channel, peer_of(late / lines), k, transport::stall_recv, w, 0, 0);
+        pushed_stall(p.h, me, channel, (pending & (1u << U)) ? qh : peer_of(late / lines), k, transport::stall_recv,
+                     w, 0, 0);
         bad = true;
         break;
       }

@@ -111,16 +111,23 @@ struct handle_fields {
 // parts (the staged call count's parity), each of nranks regions (by sender) of push_region_bytes:
 // a 16-byte header line per channel of the world, then the lines, two bytes of line per byte of
 // input.
-inline constexpr std::size_t push_max_bytes = 4096;
-// Whether a call of `bytes` of input per rank among `nranks` goes pushed: at most push_max_bytes,
-// and at most 16 KiB pushed to all peers together, counted in whole 8-byte lines of input (2 x
-// that in lines; kernels/pushed_call.cuh holds every peer's lines of a call in shared memory).
-// Measured on one H100, 2, 4 and 8 processes (bench/RESULTS.md, "Pushed calls"): within these
-// bounds pushed calls took 3-12 % less time than staged ones (but 8 B among 8 processes, 3 % more),
-// past them more: the lines' doubled bytes and the waits of a thread's second line outweigh the
-// barrier.
-COLLCOMM_HD constexpr bool pushes(std::size_t bytes, int nranks) {
-  return bytes <= push_max_bytes && (bytes + 7) / 8 * 8 * static_cast<std::size_t>(nranks - 1) <= 16384;
+inline constexpr std::size_t push_max_bytes = 8192;
+// A pushed call's bytes of input per rank on one channel: at most this many.
+inline constexpr std::size_t push_channel_bytes = 4096;
+// Whether a call of `bytes` of input per rank among `nranks` on `nchannels` channels goes pushed:
+// at most push_max_bytes in all and, on each channel (its range: bytes / nchannels rounded up to a
+// 16-byte multiple, at least what the kernel's cut gives), at most push_channel_bytes and at most
+// 16 KiB pushed to all peers together (2 x that in lines; kernels/pushed_call.cuh holds a channel's
+// peers' lines in shared memory). Measured on one H100, 2, 4 and 8 processes (bench/RESULTS.md,
+// "Pushed calls"): within these bounds on one channel pushed calls took 3-12 % less time than
+// staged ones (but 8 B among 8 processes, 3 % more), past them more: the lines' doubled bytes and
+// the waits of a thread's second line outweigh the barrier. A call spread over more channels
+// pushes each channel's range alone, in a block of its own.
+COLLCOMM_HD constexpr bool pushes(std::size_t bytes, int nranks, int nchannels) {
+  const std::size_t n = static_cast<std::size_t>(nchannels > 0 ? nchannels : 1);
+  const std::size_t per = ((bytes + n - 1) / n + 15) / 16 * 16;
+  return bytes <= push_max_bytes && per <= push_channel_bytes &&
+         per * static_cast<std::size_t>(nranks - 1) <= 16384;
 }
 COLLCOMM_HD constexpr std::size_t push_region_bytes(int nchannels) {
   return 16 * static_cast<std::size_t>(nchannels) + 2 * push_max_bytes;

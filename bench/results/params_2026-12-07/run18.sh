@@ -15,5 +15,5 @@ export NCCL_NVLS_ENABLE=0
 start_mps && echo "MPS daemon started" | summary
 test_run test_gpu_mp tab_every 'mp: every*' 120
 test_run test_gpu_mp tab_pushed 'mp: pushed*,mp fault: processes that disagree*,mp fault: a pushed*' 60
-test_run test_gpu_mp tab_rest 'mp:*,mp fault:*' $((LIMIT - SECONDS - 5))
+test_run test_gpu_mp tab_rest 'mp: a direct*,mp: split*,mp: 1000*,mp fault: abort*,mp fault: a rank killed*,mp: pcie staged*,mp: net*' $((LIMIT - SECONDS - 5))
 ls /dev/shm | grep collcomm && echo "LEFT IN /dev/shm" | summary

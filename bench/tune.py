@@ -14,6 +14,10 @@ the best of them at every size (the target: within 10 %).
     python3 bench/tune.py host --bench build-net/bench/net/host_vs_mpi --ranks 2,4 --out OUT
   GPU over pcie_staged (ranks as threads on one GPU, connections in pinned host memory):
     python3 bench/tune.py pcie --bench .deps/bin/collcomm_bench_pcie --ranks 2,4,8 --max-bytes 128M --out OUT
+  processes on one GPU (collcomm_bench_mp under MPS: bench/scripts/tune_mp.sh), small all_reduce
+  from a CUDA graph, its channels the arm; its rules go first in the GPU table:
+    python3 bench/tune.py mp --bench .deps/bin/collcomm_bench_mp --ranks 2,4,8 --max-bytes 8K --graph --out OUT_MP
+    python3 bench/tune.py gpu --bench ... --out OUT --processes OUT_MP
   then, after rebuilding the bench with the new table:
     python3 bench/tune.py gpu ... --out OUT --verify
 
@@ -86,6 +90,9 @@ PCIE_ARMS = {
     "broadcast": _PCIE_RING + _PCIE_TREE,
     "reduce": _PCIE_RING + _PCIE_TREE,
 }
+# Processes on one GPU (collcomm_bench_mp, under MPS): small one_shot calls go pushed
+# (transport::pushes), each channel's range in a block of its own, so the channel count is the arm.
+MP_ARMS = {"all_reduce": [("one_shot", "simple", c, 0) for c in (1, 2, 4, 8, 0)]}
 HEADERS = {"gpu": "include/collcomm/tables/nvlink.hpp", "host": "include/collcomm/tables/host_shm.hpp",
            "pcie": "include/collcomm/tables/pcie_staged.hpp"}
 # The table's name (tables::NAME, collcomm/tables/NAME.hpp) and what it is for, per mode.
@@ -205,6 +212,23 @@ def pcie_sweep(args, kind, ranks, arm, log):
     return parse_json_lines(run(cmd, args.dry_run, log), ELEM["f32"], keep_copy_bw=False)
 
 
+def mp_sweep(args, kind, ranks, arm, log):
+    """As gpu_sweep, with collcomm_bench_mp (f32, processes on one GPU under MPS, every size checked),
+    its text table parsed: {bytes: (µs, arm, None, None)}; a size with wrong outputs is left out."""
+    algo, proto, ch, sb, th = fields(arm)
+    cmd = [args.bench, "-n", str(ranks), "-k", kind, "-a", algo, "-C", str(ch), "-b", "8", "-e", args.max_bytes,
+           "-f", str(args.factor), "-G", "1" if args.graph else "0", "-w", "50", "-i", "200"]
+    res = {}
+    for line in run(cmd, args.dry_run, log).splitlines():
+        f = line.split()
+        if len(f) >= 10 and f[0].isdigit() and f[4] == "|":  # size count type op | time algbw busbw mem% #wrong
+            if int(f[9]) > 0:
+                print(f"  WRONG results: {line}", flush=True)
+                continue
+            res[int(f[0])] = (float(f[5]), arm_name(arm), None, None)
+    return res
+
+
 def host_sweep(args, kind, ranks, arm, log):
     algo, proto, ch, sb, _ = fields(arm)
     cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", str(ranks), args.bench, "--algo", algo,
@@ -284,31 +308,40 @@ def cpp_rule(kind, cond, arm):
     return f"    rule<kind::{kind}, when{{{cond}}}, algo::{algo}, {tun}>"
 
 
-def write_header(args, mode, chosen, source):
+def write_header(args, mode, chosen, source, processes=None):
+    """processes: rules as `chosen`'s for worlds of processes on one GPU, written first (each run of
+    them capped: no open-ended rule)."""
     path = args.header or HEADERS[mode]
     name, what = TABLES[mode]
     lines, algos = [], set()
-    ranks = sorted(chosen)
-    for i, r in enumerate(ranks):
-        lo = ranks[i - 1] + 1 if i else 1
-        hi = r if i + 1 < len(ranks) else None
-        for kind in KINDS:
-            for max_b, arm in chosen[r].get(kind, []):
-                if arm[0] == "ring" and arm[1] == "simple" and arm[2] == 0 and arm[3] == 0 and max_b is None:
-                    continue  # the classic algorithm with the world's options: what no rule gives
-                cond = []
-                if max_b is not None:
-                    cond.append(f".max_bytes = {max_b}")
-                if lo > 1:
-                    cond.append(f".min_ranks = {lo}")
-                if hi is not None:
-                    cond.append(f".max_ranks = {hi}")
-                if mode in ("gpu", "pcie"):  # swept with every rank on one GPU (pcie: sharing its one link)
-                    cond.append(".max_gpus = 1")
-                if mode == "pcie":  # swept with ranks as threads (processes stage through /dev/shm instead)
-                    cond.append(".world = world_kind::threads")
-                lines.append(cpp_rule(kind, ", ".join(cond), arm))
-                algos.add(arm[0])
+
+    def emit(rules, world):
+        ranks = sorted(rules)
+        for i, r in enumerate(ranks):
+            lo = ranks[i - 1] + 1 if i else 1
+            hi = r if i + 1 < len(ranks) else None
+            for kind in KINDS:
+                for max_b, arm in rules[r].get(kind, []):
+                    if arm[0] == "ring" and arm[1] == "simple" and arm[2] == 0 and arm[3] == 0 and max_b is None:
+                        continue  # the classic algorithm with the world's options: what no rule gives
+                    cond = []
+                    if max_b is not None:
+                        cond.append(f".max_bytes = {max_b}")
+                    if lo > 1:
+                        cond.append(f".min_ranks = {lo}")
+                    if hi is not None:
+                        cond.append(f".max_ranks = {hi}")
+                    if mode in ("gpu", "pcie"):  # swept with every rank on one GPU (pcie: sharing its one link)
+                        cond.append(".max_gpus = 1")
+                    if mode == "pcie":  # swept with ranks as threads (processes stage through /dev/shm instead)
+                        cond.append(".world = world_kind::threads")
+                    if world:
+                        cond.append(f".world = world_kind::{world}")
+                    lines.append(cpp_rule(kind, ", ".join(cond), arm))
+                    algos.add(arm[0])
+
+    emit(processes or {}, "processes")
+    emit(chosen, None)
     if mode == "pcie":
         source += (". Swept with every rank a thread on one GPU, whose one PCIe link all of them share: the "
                    "rules hold for such worlds (.max_gpus = 1, .world = world_kind::threads); staged ranks on "
@@ -343,7 +376,7 @@ COLLCOMM_NAMESPACE_END
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("mode", choices=["gpu", "host", "pcie"])
+    ap.add_argument("mode", choices=["gpu", "host", "pcie", "mp"])
     ap.add_argument("--bench", required=True)
     ap.add_argument("--ranks", default="2,4,8")
     ap.add_argument("--kinds", default=None, help="comma-separated; default: every kind the mode has arms for")
@@ -358,6 +391,9 @@ def main():
                     help="GPU: OUT folder of a --graph sweep of the same arms: where the stream launch's host "
                          "cost sets the time, arms within --tie of the fastest tie, and the faster from a graph wins")
     ap.add_argument("--tie", type=float, default=0.10)
+    ap.add_argument("--processes", default=None,
+                    help="GPU: OUT folder of an mp sweep: its rules, for worlds of processes on one GPU up to the "
+                         "largest size it swept, go first in the table")
     ap.add_argument("--rounds", type=int, default=1, help="sweeps of every arm; the median per size is taken")
     ap.add_argument("--out", required=True)
     ap.add_argument("--header", default=None)
@@ -410,13 +446,13 @@ def main():
         args.reuse = True
     REUSE = args.reuse or args.resume
     tiebreak = json.load(open(os.path.join(args.tiebreak, "sweep.json"))) if args.tiebreak else None
-    arms = {"gpu": GPU_ARMS, "host": HOST_ARMS, "pcie": PCIE_ARMS}[args.mode]
+    arms = {"gpu": GPU_ARMS, "host": HOST_ARMS, "pcie": PCIE_ARMS, "mp": MP_ARMS}[args.mode]
     if args.only_arms:
         arms = {k: [a for a in v if re.search(args.only_arms, arm_name(a))] for k, v in arms.items()}
     kinds = args.kinds.split(",") if args.kinds else list(arms)
     ranks = [int(r) for r in args.ranks.split(",")]
     os.makedirs(os.path.join(args.out, "raw"), exist_ok=True)
-    sweep = {"gpu": gpu_sweep, "host": host_sweep, "pcie": pcie_sweep}[args.mode]
+    sweep = {"gpu": gpu_sweep, "host": host_sweep, "pcie": pcie_sweep, "mp": mp_sweep}[args.mode]
     sweep_path = os.path.join(args.out, "sweep.json")
 
     if args.verify:
@@ -529,7 +565,27 @@ def main():
               + (f", arms within {args.tie:.0%} of it where the launch's host cost sets the time told apart by a "
                  f"sweep from a CUDA graph ({args.tiebreak})" if args.tiebreak else "") + "; "
               f"{meta.get('date')}, commit {meta.get('commit')}; logs in {args.out}")
-    write_header(args, args.mode, chosen, source)
+    if args.mode == "mp":  # its rules go into the GPU table: bench/tune.py gpu ... --processes OUT
+        print(f"wrote {sweep_path}")
+        return
+    processes = None
+    if args.processes:  # an mp sweep's picks, to the largest size it swept (larger calls: the rules below)
+        mp = json.load(open(os.path.join(args.processes, "sweep.json")))
+        processes = {}
+        for r in sorted(int(x) for x in mp if x != "_meta"):
+            for kind, named in mp[str(r)].items():
+                per_arm = {parse_arm(a): {int(b): tuple(v) for b, v in res.items()} for a, res in named.items()}
+                picks = choose(per_arm, args.keep)
+                runs = rules_for(picks)
+                runs[-1] = (max(b for b, _ in picks), runs[-1][1])
+                processes.setdefault(r, {})[kind] = runs
+                for b, a in picks:
+                    print(f"  processes: {kind} ranks {r} {b:>11} B: {arm_name(a)}")
+        pm = mp.get("_meta", {})
+        source += (f"; first, for processes on one GPU: the mp sweep of {args.processes} (collcomm_bench_mp, "
+                   f"to {pm.get('max_bytes')}{' from a CUDA graph' if pm.get('graph') else ''}, "
+                   f"{pm.get('date')}, commit {pm.get('commit')})")
+    write_header(args, args.mode, chosen, source, processes)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@
 // while within 5% of the fastest, arms within 10% of it where the launch's host cost sets the
 // time told apart by a sweep from a CUDA graph
 // (bench/results/copy_ll128_2026-12-06/graph_merged); 2026-12-05, commit cecf1de with
-// uncommitted changes; logs in bench/results/copy_ll128_2026-12-06/table
+// uncommitted changes; logs in bench/results/copy_ll128_2026-12-06/table; first, for processes
+// on one GPU: the mp sweep of bench/results/params_2026-12-07/run17/mp_sweep (collcomm_bench_mp,
+// to 8K from a CUDA graph, 2026-12-07, commit 7c38ac4)
 #pragma once
 
 #include <collcomm/algo/automatic.hpp>
@@ -20,6 +22,13 @@ COLLCOMM_NAMESPACE_BEGIN
 namespace tables {
 
 using nvlink = rule_table<
+    rule<kind::all_reduce, when{.max_bytes = 2048, .max_ranks = 2, .max_gpus = 1, .world = world_kind::processes}, algo::one_shot, tuning<protocol::simple, 1>>,
+    rule<kind::all_reduce, when{.max_bytes = 8192, .max_ranks = 2, .max_gpus = 1, .world = world_kind::processes}, algo::one_shot, tuning<protocol::simple, 8>>,
+    rule<kind::all_reduce, when{.max_bytes = 512, .min_ranks = 3, .max_ranks = 4, .max_gpus = 1, .world = world_kind::processes}, algo::one_shot, tuning<protocol::simple, 1>>,
+    rule<kind::all_reduce, when{.max_bytes = 2048, .min_ranks = 3, .max_ranks = 4, .max_gpus = 1, .world = world_kind::processes}, algo::one_shot, tuning<protocol::simple, 2>>,
+    rule<kind::all_reduce, when{.max_bytes = 8192, .min_ranks = 3, .max_ranks = 4, .max_gpus = 1, .world = world_kind::processes}, algo::one_shot, tuning<protocol::simple, 8>>,
+    rule<kind::all_reduce, when{.max_bytes = 512, .min_ranks = 5, .max_gpus = 1, .world = world_kind::processes}, algo::one_shot, tuning<protocol::simple, 1>>,
+    rule<kind::all_reduce, when{.max_bytes = 8192, .min_ranks = 5, .max_gpus = 1, .world = world_kind::processes}, algo::one_shot, tuning<protocol::simple, 4>>,
     rule<kind::all_reduce, when{.max_bytes = 8192, .max_ranks = 2, .max_gpus = 1}, algo::one_shot, tuning<protocol::simple, 1>>,
     rule<kind::all_reduce, when{.max_bytes = 134217728, .max_ranks = 2, .max_gpus = 1}, algo::one_shot, tuning<protocol::simple>>,
     rule<kind::all_reduce, when{.max_ranks = 2, .max_gpus = 1}, algo::one_shot, tuning<protocol::simple, 32>>,

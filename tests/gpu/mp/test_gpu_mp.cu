@@ -362,7 +362,8 @@ int scenario_mixed(bootstrap::tcp& boot) {
   gpu::preload_composition<kind::all_reduce, algo::one_shot, float, op::sum, one_channel, transport::nvlink>();
   gpu::preload_composition<kind::all_gather, algo::direct, float, op::none, one_channel, transport::nvlink>();
   // 0 one_shot, 1 two_shot, 2 ring, 3 tree, 4 direct all_gather (count elements per rank), 5 one_shot
-  // on 1 channel, 6 direct all_gather on 1 channel, 7 algo::automatic (1 channel for small calls).
+  // on 1 channel, 6 direct all_gather on 1 channel, 7 algo::automatic (tables/nvlink.hpp: small calls
+  // pushed on one channel or several).
   // Calls on fewer channels than the world's between calls on all of them: every channel must still
   // stage into the half its peers are not reading.
   const std::vector<int> plan = {0, 0, 4, 0, 1, 0, 2, 0, 4, 4, 0, 3, 0, 0, 1, 4, 0, 2, 4, 0, 0,

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Device call 18: test_gpu_mp of branch mp-table (df47ef0: automatic's rules for processes first in
+# tables/nvlink.hpp, small calls pushed over several channels): `mp: every*` (its mixed queue runs
+# algo::automatic among 2, 3 and 8 processes at n + 1, 1031 and 250007 elements), the pushed,
+# disagreement and abort cases, then every other multi-process case while time is left.
+#   bash bench/results/params_2026-12-07/run18.sh OUT   (binary: .deps/bins18.tar.xz, unpacked into .deps/bin)
+set -u
+OUT=${1:?usage: run18.sh OUT}
+LIMIT=${LIMIT:-240}
+B=.deps/bin
+mkdir -p "$OUT"
+. bench/scripts/common.sh
+record_env "$OUT"
+export NCCL_NVLS_ENABLE=0
+start_mps && echo "MPS daemon started" | summary
+test_run test_gpu_mp tab_every 'mp: every*' 120
+test_run test_gpu_mp tab_pushed 'mp: pushed*,mp fault: processes that disagree*,mp fault: a pushed*' 60
+test_run test_gpu_mp tab_rest 'mp: a direct*,mp: split*,mp: 1000*,mp fault: abort*,mp fault: a rank killed*,mp: pcie staged*,mp: net*' $((LIMIT - SECONDS - 5))
+ls /dev/shm | grep collcomm && echo "LEFT IN /dev/shm" | summary

@@ -135,6 +135,20 @@ std::vector<std::string> one_shot_on_threads(gpu::world& w, const std::vector<st
   return errors;
 }
 
+// n ranks' inputs of `count` random small integers (fresh each run), whose float sums are exact in
+// any order; `want`: their sums.
+std::vector<std::vector<float>> small_integers(int n, index_t count, std::vector<double>& want) {
+  std::mt19937_64 g(fresh_seed() ^ static_cast<std::uint64_t>(count));
+  std::vector<std::vector<float>> x(n, std::vector<float>(count));
+  want.assign(count, 0.0);
+  for (int r = 0; r < n; ++r)
+    for (index_t i = 0; i < count; ++i) {
+      x[r][i] = static_cast<float>(static_cast<int>(g() % 201) - 100);
+      want[i] += x[r][i];
+    }
+  return x;
+}
+
 std::uint32_t bits_of(float f) {
   std::uint32_t b;
   std::memcpy(&b, &f, sizeof b);
@@ -152,14 +166,8 @@ TEST_CASE("one_shot all_reduce of ranks sharing a GPU, buffers not 16-byte align
   gpu::world w(n);
   for (const bool inputs_off : {true, false})
     for (index_t count : {index_t{7}, index_t{1000}}) {
-      std::mt19937_64 g(fresh_seed() ^ static_cast<std::uint64_t>(count));
-      std::vector<std::vector<float>> x(n, std::vector<float>(count));
-      std::vector<double> want(count, 0.0);
-      for (int r = 0; r < n; ++r)
-        for (index_t i = 0; i < count; ++i) {
-          x[r][i] = static_cast<float>(static_cast<int>(g() % 201) - 100);
-          want[i] += x[r][i];
-        }
+      std::vector<double> want;
+      const std::vector<std::vector<float>> x = small_integers(n, count, want);
       std::vector<index_t> in_off(n), out_off(n);
       for (int r = 0; r < n; ++r) in_off[r] = inputs_off ? 1 : 0, out_off[r] = inputs_off || r % 2 ? 1 : 0;
       std::vector<std::vector<float>> got;
@@ -228,14 +236,8 @@ TEST_CASE("one_shot all_reduce of ranks sharing a GPU: a raised abort word leave
   gpu::world w(n);
   std::uint32_t* const word = w.handle<transport::nvlink_handle<transport::scope_device>>(0).entry_abort;
   for (index_t count : {register_bound<float>(1), register_bound<float>(1) + 1}) {  // registers, schedule
-    std::mt19937_64 g(fresh_seed() ^ static_cast<std::uint64_t>(count));
-    std::vector<std::vector<float>> x(n, std::vector<float>(count));
-    std::vector<double> want(count, 0.0);
-    for (int r = 0; r < n; ++r)
-      for (index_t i = 0; i < count; ++i) {
-        x[r][i] = static_cast<float>(static_cast<int>(g() % 201) - 100);
-        want[i] += x[r][i];
-      }
+    std::vector<double> want;
+    const std::vector<std::vector<float>> x = small_integers(n, count, want);
     const std::vector<index_t> offsets(n, 0);
     for (const std::uint32_t raised : {1u, 0u}) {
       REQUIRE_EQ(cudaMemcpy(word, &raised, sizeof raised, cudaMemcpyHostToDevice), cudaSuccess);

@@ -77,8 +77,7 @@ __device__ bool grouped_one_shot(const Params& p, std::uint32_t align) {
 #pragma unroll
       for (int u = 0; u < 8; ++u)
 #pragma unroll
-        for (int e = 0; e < vec; ++e)
-          v[u].t[e] = e0 + e < size ? input_of(q0 + u)[begin + e0 + e] : T{};
+        for (int e = 0; e < vec; ++e) v[u].t[e] = e0 + e < size ? input_of(q0 + u)[begin + e0 + e] : T{};
     }
     fold_eight_ranks(acc, v, q0, n, mine.op);
   }

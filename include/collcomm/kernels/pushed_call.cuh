@@ -172,7 +172,7 @@ __device__ bool pushed_call_fast(const Params& p, std::uint32_t align) {
 
     const std::uint32_t f = static_cast<std::uint32_t>(k + 1);
     const std::size_t at = 4 * p.h.window_bytes + (k & 1) * static_cast<std::size_t>(n) * region;
-    const std::size_t to_peer = at + me * region;                    // this rank's region in a peer's part
+    const std::size_t to_peer = at + me * region;                   // this rank's region in a peer's part
     const char* const received = static_cast<char*>(p.stage) + at;  // peer q's region here: + q * region
     bad = failed;  // a world that failed stays failed: nothing stored, the output left as it was
     if (!failed && has_pair)
@@ -235,7 +235,7 @@ __device__ bool pushed_call_fast(const Params& p, std::uint32_t align) {
     const std::uint32_t f = static_cast<std::uint32_t>(k + 1);
     const std::size_t at = 4 * p.h.window_bytes + (k & 1) * static_cast<std::size_t>(n) * region;
     const std::size_t to_peer = at + me * region;  // this rank's region in a peer's part
-    char* const received = windows[me] + at;      // peer q's region here: + q * region
+    char* const received = windows[me] + at;       // peer q's region here: + q * region
     const std::uint32_t di = nt / lines, dj = nt - di * lines;
     auto next_pair = [&](std::uint32_t& i, std::uint32_t& j) {
       i += di;
@@ -311,8 +311,8 @@ __device__ bool pushed_call_fast(const Params& p, std::uint32_t align) {
       if (bad) break;
       if (w != wait_result::ok) {
         const std::uint32_t late = pr + (__ffs(static_cast<int>(pending)) - 1) * nt;  // a pair not there
-        pushed_stall(p.h, me, channel, (pending & (1u << U)) ? qh : peer_of(late / lines), k, transport::stall_recv,
-                     w, 0, 0);
+        pushed_stall(p.h, me, channel, (pending & (1u << U)) ? qh : peer_of(late / lines), k, transport::stall_recv, w,
+                     0, 0);
         bad = true;
         break;
       }

@@ -111,6 +111,7 @@ struct handle_fields {
 // parts (the staged call count's parity), each of nranks regions (by sender) of push_region_bytes:
 // a 16-byte header line per channel of the world, then the lines, two bytes of line per byte of
 // input.
+// A pushed call's bytes of input per rank, in all: at most this many (the regions hold them).
 inline constexpr std::size_t push_max_bytes = 8192;
 // A pushed call's bytes of input per rank on one channel: at most this many.
 inline constexpr std::size_t push_channel_bytes = 4096;

@@ -15,6 +15,8 @@
 // of them, at least 2, from 64 MiB) on its stream between two CUDA events, once; the time is the
 // slowest process's µs per call. -G 1: each process captures its calls into a CUDA graph (one per
 // size and placement, after the warm-up calls), replays it once untimed, then times one replay.
+// -a automatic (all_reduce over nvlink): algo::automatic with tables/nvlink.hpp, the arm it takes
+// printed where it changes (`# automatic from BYTES B: ARM`), mem% that arm's.
 //
 // -T net: transport::net<socket> with GPU buffers (FIFO algorithms only): each rank's proxy thread
 // carries its kernels' messages over loopback TCP; the columns are -T pcie's. -H HOSTS: the ranks
@@ -59,6 +61,16 @@ namespace bench = collcomm_bench;
 using nvcomm = communicator<transport::nvlink>;
 using pcomm = communicator<transport::pcie_staged>;
 using ncomm = communicator<transport::net<transport::socket>>;
+
+// Whether A may load peers' buffers (a direct algorithm, or automatic, whose arms may be): the
+// window then holds the largest call.
+template <class A>
+constexpr bool may_load_peers() {
+  if constexpr (is_automatic<A>)
+    return true;
+  else
+    return A::needs_direct;
+}
 
 struct mp_settings : bench::settings {
   std::string transport = "nvlink";
@@ -120,7 +132,7 @@ int run(const mp_settings& st) {
   constexpr bool net = std::is_same_v<Comm, ncomm>;
   constexpr bool pcie = std::is_same_v<Comm, pcomm> || net;
   using Op = bench::bench_op<K>;
-  if constexpr (pcie && A::needs_direct) {
+  if constexpr (pcie && may_load_peers<A>()) {
     std::fprintf(stderr, "collcomm_bench_mp: -T pcie runs FIFO algorithms only (ring, tree); %s loads peers' buffers\n",
                  A::name);
     return 1;
@@ -132,7 +144,7 @@ int run(const mp_settings& st) {
     if (st.channels > 0) o.channels = st.channels;
     if (st.slot_bytes > 0) o.slot_bytes = st.slot_bytes;
     o.timeout = std::chrono::seconds(60);
-    if (A::needs_direct) o.window_bytes = std::max<std::size_t>(o.window_bytes, (st.max_bytes + 255) / 256 * 256);
+    if (may_load_peers<A>()) o.window_bytes = std::max<std::size_t>(o.window_bytes, (st.max_bytes + 255) / 256 * 256);
     if (pcie) o.window_bytes = 0;  // staged: no window (and the option is not used)
     double copy_bw = 0;
     bench::pinned_bandwidth pinned{};
@@ -204,6 +216,7 @@ int run(const mp_settings& st) {
       bench::print_table_header(bench::text("%5s %5s", "d2h%", "h2d%"));
     }
     const bool has_ip = supports_in_place<A>;
+    std::string last_arm;
     for (std::size_t bytes : sizes) {
       const index_t count = bench::count_for<K>(bytes, sizeof(float), n);
       if (count == 0) continue;
@@ -212,6 +225,11 @@ int run(const mp_settings& st) {
       base.count = count;
       if constexpr (net) base.topo = &comm.hosts().view();
       const index_t in_n = input_elems<K>(base), out_n = output_elems<K>(base);
+      if constexpr (is_automatic<A> && !pcie) {  // the arm automatic takes, where it changes
+        const std::string arm = bench::arm_of<K, A, tuning<>, transport::nvlink, float, Op>(comm.facts(), count, false);
+        if (me == 0 && arm != last_arm) std::printf("# automatic from %zu B: %s\n", bytes, arm.c_str());
+        last_arm = arm;
+      }
       if (me == 0) bench::print_row_start(bytes, count, "f32", K::reduces ? "sum" : "none");
       for (int place = 0; place < (has_ip ? 2 : 1); ++place) {
         // In place: one buffer holds input and output (reduce_scatter's is `in`, the others' `out`).
@@ -290,8 +308,17 @@ int run(const mp_settings& st) {
                 bench::text("%4.0f%% %4.0f%%", 100 * up / sec / pinned.d2h, 100 * down / sec / pinned.h2d);
             bench::print_placement(us, algbw, busbw, own, w, last);
           } else {
-            const double mem =
-                bench::traffic_bytes<K, A>(base, ro.channels, slot, align, sizeof(float)) / (us * 1e-6) / copy_bw;
+            double traffic = 0;
+            if constexpr (is_automatic<A>)  // the arm's: its algorithm on its channels
+              traffic = detail::select_arm<K, typename A::table, transport::nvlink, Op, float>(
+                  comm.facts(), detail::call_bytes_of<K, float>(count, n, place == 1),
+                  [&]<class Arm, class Tu>(std::type_identity<Arm>, std::type_identity<Tu>) {
+                    return bench::traffic_bytes<K, Arm>(base, tuned_channels<Tu>(ro.channels), slot, align,
+                                                        sizeof(float));
+                  });
+            else
+              traffic = bench::traffic_bytes<K, A>(base, ro.channels, slot, align, sizeof(float));
+            const double mem = traffic / (us * 1e-6) / copy_bw;
             bench::print_placement(us, algbw, busbw, bench::text("%5.0f%%", mem * 100), w, last);
           }
           std::fflush(stdout);
@@ -320,10 +347,12 @@ int run_algo(const mp_settings& st) {
   if constexpr (std::is_same_v<K, kind::all_reduce> && Comm::transport_type::load_store) {
     if (st.algo == "one_shot") return run<K, algo::one_shot, Comm>(st);
     if (st.algo == "two_shot") return run<K, algo::two_shot, Comm>(st);
+    if (st.algo == "automatic") return run<K, algo::automatic<>, Comm>(st);  // tables/nvlink.hpp's choice
   }
   std::fprintf(stderr,
                "collcomm_bench_mp: algorithm '%s' is not built for %s "
-               "(ring; tree for all_reduce and broadcast; one_shot, two_shot for all_reduce; hierarchical over -T net)\n",
+               "(ring; tree for all_reduce and broadcast; one_shot, two_shot, automatic for all_reduce; hierarchical "
+               "over -T net)\n",
                st.algo.c_str(), K::name);
   return 1;
 }

@@ -412,6 +412,10 @@ def main():
     ap.add_argument("--timeout", type=int, default=300, help="seconds one bench run may take")
     ap.add_argument("--check-max", default="64K", help="GPU: check outputs up to this size (the reference is slow)")
     args = ap.parse_args()
+    if args.mode == "mp" and args.verify:
+        ap.error("mp: verify automatic among processes with collcomm_bench_mp -a automatic (bench/results/*/run18.sh)")
+    if args.processes and args.mode != "gpu":
+        ap.error("--processes: GPU mode only (its rules go into tables/nvlink.hpp)")
     global TIMEOUT_S, REUSE
     TIMEOUT_S = args.timeout
     args.ll_max = args.ll_max or LL_MAX.get(args.mode, "64M")
@@ -576,6 +580,8 @@ def main():
             for kind, named in mp[str(r)].items():
                 per_arm = {parse_arm(a): {int(b): tuple(v) for b, v in res.items()} for a, res in named.items()}
                 picks = choose(per_arm, args.keep)
+                if not picks:
+                    continue
                 runs = rules_for(picks)
                 runs[-1] = (max(b for b, _ in picks), runs[-1][1])
                 processes.setdefault(r, {})[kind] = runs

@@ -282,7 +282,9 @@ void launch_on(world& w, int rank, coll_args a, const T* in, T* out, Op op, cuda
   // direct_primitives.cuh, "pushed calls"): every rank decides alike, from the call.
   bool pushed = false;
   if constexpr (kernels::pushes_small_calls<K, Algo, T>()) {
-    pushed = !grouped && stage && transport::pushes(a.count * sizeof(T), w.size(), channels);
+    using prims_t = kernels::block_primitives<Handle, T, Op, typename KT::protocol>;
+    const auto align = static_cast<std::size_t>(prims_t::align_elems());  // the kernel's cut of channel ranges
+    pushed = !grouped && stage && transport::pushes(static_cast<std::size_t>(a.count), sizeof(T), w.size(), channels, align);
     if (pushed)
       launch_detail::check_resident<K, true>(
           reinterpret_cast<const void*>(&kernels::collective_kernel<K, Algo, T, Op, KT, Handle, true>), KT::threads,

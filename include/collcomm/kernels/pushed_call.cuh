@@ -155,11 +155,12 @@ __device__ bool pushed_call_fast(const Params& p, std::uint32_t align) {
 
   if (pairs != 0 && pairs <= nt) {
     // At most a pair a thread, and no barrier before the stores: each thread loads what it uses
-    // itself, in one round — the channel's staged-call count, its cleaned epoch and the abort word
-    // (the same words on every thread: no thread of this kernel writes them before the barrier
-    // below), its line of input, its pair's line and the windows of the peers it stores to. Thread
-    // t stores its pair's line and, t < n - 1, its header to peer offset t, then awaits the line of
-    // its pair and that peer's header here, both at once.
+    // itself, in one round — the channel's staged-call count and its cleaned epoch (the same on
+    // every thread: no thread of this kernel writes them before the barrier below), the abort word
+    // (a stall may raise it meanwhile: threads that saw it raised store nothing and fail the call
+    // at that barrier), its line of input, its pair's line and the windows of the peers it stores
+    // to. Thread t stores its pair's line and, t < n - 1, its header to peer offset t, then awaits
+    // the line of its pair and that peer's header here, both at once.
     const bool has_pair = t < pairs, has_header = t < static_cast<std::uint32_t>(n - 1);
     const std::uint64_t k = p.h.staged_calls[channel];
     const std::uint64_t epoch = p.h.staged_calls[p.h.nchannels + channel];

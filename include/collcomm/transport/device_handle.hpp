@@ -115,20 +115,22 @@ struct handle_fields {
 inline constexpr std::size_t push_max_bytes = 8192;
 // A pushed call's bytes of input per rank on one channel: at most this many.
 inline constexpr std::size_t push_channel_bytes = 4096;
-// Whether a call of `bytes` of input per rank among `nranks` on `nchannels` channels goes pushed:
-// at most push_max_bytes in all and, on each channel (its range: bytes / nchannels rounded up to a
-// 16-byte multiple, at least what the kernel's cut gives), at most push_channel_bytes and at most
-// 16 KiB pushed to all peers together (2 x that in lines; kernels/pushed_call.cuh holds a channel's
-// peers' lines in shared memory). Measured on one H100, 2, 4 and 8 processes (bench/RESULTS.md,
-// "Pushed calls"): within these bounds on one channel pushed calls took 3-12 % less time than
-// staged ones (but 8 B among 8 processes, 3 % more), past them more: the lines' doubled bytes and
-// the waits of a thread's second line outweigh the barrier. A call spread over more channels
-// pushes each channel's range alone, in a block of its own.
-COLLCOMM_HD constexpr bool pushes(std::size_t bytes, int nranks, int nchannels) {
-  const std::size_t n = static_cast<std::size_t>(nchannels > 0 ? nchannels : 1);
-  const std::size_t per = ((bytes + n - 1) / n + 15) / 16 * 16;
-  return bytes <= push_max_bytes && per <= push_channel_bytes &&
-         per * static_cast<std::size_t>(nranks - 1) <= 16384;
+// Whether a call of `count` elements of `elem` bytes per rank among `nranks` on `nchannels`
+// channels goes pushed, its channel ranges cut on `align` elements as the kernel cuts them
+// (channel_range: the first channel's is the largest): at most push_max_bytes in all and, on each
+// channel, at most push_channel_bytes and at most 16 KiB pushed to all peers together (2 x that in
+// lines; kernels/pushed_call.cuh holds a channel's peers' lines in shared memory). Measured on one
+// H100, 2, 4 and 8 processes (bench/RESULTS.md, "Pushed calls"): within these bounds on one channel
+// pushed calls took 3-12 % less time than staged ones (but 8 B among 8 processes, 3 % more), past
+// them more: the lines' doubled bytes and the waits of a thread's second line outweigh the
+// barrier. A call spread over more channels pushes each channel's range alone, in a block of its
+// own ("calls spread over channels").
+COLLCOMM_HD constexpr bool pushes(std::size_t count, std::size_t elem, int nranks, int nchannels, std::size_t align) {
+  const std::size_t nc = static_cast<std::size_t>(nchannels > 0 ? nchannels : 1), a = align > 0 ? align : 1;
+  const std::size_t per = ((count + nc - 1) / nc + a - 1) / a * a;
+  const std::size_t first = (per < count ? per : count) * elem;  // bytes of the largest range
+  return count * elem <= push_max_bytes && first <= push_channel_bytes &&
+         (first + 7) / 8 * 8 * static_cast<std::size_t>(nranks - 1) <= 16384;
 }
 COLLCOMM_HD constexpr std::size_t push_region_bytes(int nchannels) {
   return 16 * static_cast<std::size_t>(nchannels) + 2 * push_max_bytes;

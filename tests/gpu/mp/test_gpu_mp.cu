@@ -460,7 +460,7 @@ int scenario_pushed_wrap(bootstrap::tcp& boot) {
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   gpu::preload_composition<kind::all_reduce, algo::one_shot, float, op::sum, tuning<>, transport::nvlink>();
   const index_t count = 515;  // 2060 bytes: pushed among up to 8 processes
-  if (!transport::pushes(count * sizeof(float), n, 1)) throw std::runtime_error("the count is not a pushed call's");
+  if (!transport::pushes(count, sizeof(float), n, 1, 4)) throw std::runtime_error("the count is not a pushed call's");
   const case_config cfg{n, count, 0, false};
   std::uint64_t seed = env_u64("COLLCOMM_TEST_SEED");
   int failures = 0;

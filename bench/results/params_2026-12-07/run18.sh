@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device call 18: test_gpu_mp of df47ef0 (merged: 62972ab; automatic's rules for processes first in
+# Device call 18: test_gpu_mp and collcomm_bench_mp of 6415e30 (automatic's rules for processes first in
 # tables/nvlink.hpp, small calls pushed over several channels): `mp: every*` (its mixed queue runs
 # algo::automatic among 2, 3 and 8 processes at n + 1, 1031 and 250007 elements), the pushed,
 # disagreement and abort cases; collcomm_bench_mp -a automatic (its arms printed) among 8, 4 and 2

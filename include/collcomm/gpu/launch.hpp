@@ -13,6 +13,12 @@
 // To capture such calls into a CUDA graph, put every rank's stream of a GPU into one capture (fork
 // them from one capturing stream: gpu::capture_group in gpu/capture.hpp). launch_mode::per_rank
 // launches each rank alone, for a world with one rank per GPU.
+//
+// A rank that launches alone (a world of processes, or one rank per GPU) launches as a
+// programmatic dependent of its stream's previous kernel (options::programmatic_launch): the
+// kernel waits on the GPU, before its first load or store, for the previous one to complete, so
+// that its placement overlaps the previous kernel's end; a pushed call lets the next kernel be
+// placed once it has met its peers (kernels/pushed_call.cuh).
 #pragma once
 
 #include <collcomm/detail/cuda.hpp>
@@ -76,21 +82,30 @@ launch_shape shape_of(const world& w, const char* what, int rank) {
   return s;
 }
 
+// How a grid is launched: cooperative (a grouped launch: all blocks resident, or an error), or as
+// a programmatic dependent of the stream's previous kernel (options::programmatic_launch).
+enum class launch_as { plain, cooperative, programmatic };
+
 // Enqueues one grid of (channels x p.nlocal) blocks of the composition's kernel (its pushed one:
 // kernels::pushes_small_calls) on `stream`.
 template <class K, class Algo, class Tuning, bool Pushed = false, class Handle, class T, class Op>
 cudaError_t enqueue_kernel(const world& w, const kernels::launch_params<Handle, T, Op, Pushed>& p, int channels,
-                           bool cooperative, cudaStream_t stream) {
+                           launch_as how, cudaStream_t stream) {
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = dim3(static_cast<unsigned>(channels), static_cast<unsigned>(p.nlocal), 1);
   cfg.blockDim = dim3(Tuning::threads, 1, 1);
   cfg.dynamicSmemBytes = kernels::kernel_smem_bytes(w.size());
   cfg.stream = stream;
   cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeCooperative;
-  attr[0].val.cooperative = 1;
+  if (how == launch_as::cooperative) {
+    attr[0].id = cudaLaunchAttributeCooperative;
+    attr[0].val.cooperative = 1;
+  } else {
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+  }
   cfg.attrs = attr;
-  cfg.numAttrs = cooperative ? 1 : 0;
+  cfg.numAttrs = how == launch_as::plain ? 0 : 1;
   return cudaLaunchKernelEx(&cfg, &kernels::collective_kernel<K, Algo, T, Op, Tuning, Handle, Pushed>, p);
 }
 
@@ -99,10 +114,14 @@ cudaError_t enqueue_kernel(const world& w, const kernels::launch_params<Handle, 
 // process: set to one world's exact size, a launch for a larger world (a split's parent after a
 // smaller child, another thread's world) fails with "invalid argument" (seen on the H200). So it
 // is never set below the 48 KiB every kernel may use without opting in.
+//
+// True where the kernel may be launched as a programmatic dependent: it was built for compute
+// capability 9.0 or later (its PTX: code built for an older one, compiled at load, lacks the
+// wait that orders it behind the previous kernel).
 template <class K, bool Pushed = false>  // Pushed: a cache of its own for a composition's pushed kernel
-void check_resident(const void* kernel, int threads, std::size_t smem, int device, int sharing, int channels,
+bool check_resident(const void* kernel, int threads, std::size_t smem, int device, int sharing, int channels,
                     int rank) {
-  static thread_local int checked_device = -1, blocks_per_sm = 0, sms = 0;
+  static thread_local int checked_device = -1, blocks_per_sm = 0, sms = 0, ptx = 0;
   static thread_local const void* checked_kernel = nullptr;
   static thread_local std::size_t checked_smem = 0;
   if (checked_device != device || checked_kernel != kernel || checked_smem != smem) {
@@ -113,6 +132,9 @@ void check_resident(const void* kernel, int threads, std::size_t smem, int devic
                        "cudaOccupancyMaxActiveBlocksPerMultiprocessor", rank);
     detail::cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute",
                        rank);
+    cudaFuncAttributes fa{};
+    detail::cuda_check(cudaFuncGetAttributes(&fa, kernel), "cudaFuncGetAttributes", rank);
+    ptx = fa.ptxVersion;
     checked_device = device;
     checked_kernel = kernel;
     checked_smem = smem;
@@ -124,6 +146,7 @@ void check_resident(const void* kernel, int threads, std::size_t smem, int devic
                      std::to_string(need) + " co-resident blocks on GPU " + std::to_string(device) + ", which holds " +
                      std::to_string(blocks_per_sm * sms) +
                      " of this kernel; use fewer channels (gpu::options::channels) or fewer ranks per GPU");
+  return ptx >= 90;
 }
 
 // Ranks of one GPU launch their i-th calls together, so a send_recv call between two of them
@@ -280,19 +303,19 @@ void launch_on(world& w, int rank, coll_args a, const T* in, T* out, Op op, cuda
   const int sharing = w.is_process() ? w.process().ranks_on_gpu : nlocal;
   // Small one_shot calls across processes go pushed, in a kernel of their own (kernels/
   // direct_primitives.cuh, "pushed calls"): every rank decides alike, from the call.
-  bool pushed = false;
+  bool pushed = false, dependent = false;  // dependent: may launch programmatically (check_resident)
   if constexpr (kernels::pushes_small_calls<K, Algo, T>()) {
     using prims_t = kernels::block_primitives<Handle, T, Op, typename KT::protocol>;
     const auto align = static_cast<std::size_t>(prims_t::align_elems());  // the kernel's cut of channel ranges
     pushed = !grouped && stage && transport::pushes(static_cast<std::size_t>(a.count), sizeof(T), w.size(), channels, align);
     if (pushed)
-      launch_detail::check_resident<K, true>(
+      dependent = launch_detail::check_resident<K, true>(
           reinterpret_cast<const void*>(&kernels::collective_kernel<K, Algo, T, Op, KT, Handle, true>), KT::threads,
           kernels::kernel_smem_bytes(w.size()), device, sharing, channels, rank);
   }
   if (!pushed)
-    launch_detail::check_resident<K>(kernel, KT::threads, kernels::kernel_smem_bytes(w.size()), device, sharing,
-                                     channels, rank);
+    dependent = launch_detail::check_resident<K>(kernel, KT::threads, kernels::kernel_smem_bytes(w.size()), device,
+                                                 sharing, channels, rank);
 
   a.nchannels = channels;
   const world::launch_call call = launch_detail::call_of<K, Algo, Tuning, T, Op>(rank, a, shape);
@@ -306,18 +329,20 @@ void launch_on(world& w, int rank, coll_args a, const T* in, T* out, Op op, cuda
       p.stage = stage;
       p.rank[0] = mine;
     };
+    const auto how = dependent && w.opts().programmatic_launch ? launch_detail::launch_as::programmatic
+                                                               : launch_detail::launch_as::plain;
     cudaError_t e = cudaSuccess;
     if constexpr (kernels::pushes_small_calls<K, Algo, T>()) {
       if (pushed) {  // the pushed kernel's parameters carry this rank's only
         kernels::launch_params<Handle, T, Op, true> p{};
         one_rank(p);
-        e = launch_detail::enqueue_kernel<K, Algo, KT, true>(w, p, channels, false, stream);
+        e = launch_detail::enqueue_kernel<K, Algo, KT, true>(w, p, channels, how, stream);
       }
     }
     if (!pushed) {
       params_t p{};
       one_rank(p);
-      e = launch_detail::enqueue_kernel<K, Algo, KT>(w, p, channels, false, stream);
+      e = launch_detail::enqueue_kernel<K, Algo, KT>(w, p, channels, how, stream);
     }
     detail::cuda_check(e, K::name, rank);
     w.record_launch(rank, mine.call, call);
@@ -389,7 +414,9 @@ void launch_on(world& w, int rank, coll_args a, const T* in, T* out, Op op, cuda
       p.h = w.handle<Handle>(rank);
       p.h.slot_bytes = shape.slot_bytes;
       p.nlocal = nlocal;
-      e = launch_detail::enqueue_kernel<K, Algo, KT>(w, p, channels, w.opts().cooperative, stream);
+      e = launch_detail::enqueue_kernel<K, Algo, KT>(
+          w, p, channels,
+          w.opts().cooperative ? launch_detail::launch_as::cooperative : launch_detail::launch_as::plain, stream);
     }
     if (e == cudaSuccess && result.empty()) e = cudaEventRecord(g.done, stream);
     if (e != cudaSuccess) {

@@ -142,6 +142,13 @@ COLLCOMM_KERNEL void __launch_bounds__(Tuning::threads)
                 "collcomm transport axis: this algorithm loads and stores peers' buffers, and this transport carries "
                 "FIFO messages only: use ring, tree, recursive_doubling or pairwise");
   using prims_t = block_primitives<Handle, T, Op, typename Tuning::protocol>;
+#if __CUDA_ARCH__ >= 900
+  // A programmatic launch (gpu/launch.hpp) may be placed while the stream's previous kernel runs:
+  // it waits for that kernel to complete, its writes visible, before any load or store (nothing
+  // is waited for in a launch that is not programmatic). The stream's next kernel is placed when
+  // this one ends, or earlier where a pushed call has met its peers (pushed_call.cuh).
+  cudaGridDependencySynchronize();
+#endif
   if constexpr (Pushed)  // its common path, all of it; false: the call is staged (pushed_call, below)
     if (pushed_call_fast<Handle, T, Op>(p, static_cast<std::uint32_t>(prims_t::align_elems()))) return;
   if constexpr (!Pushed && reduces_ranges_once<K, Algo>() && grouped_call_type<T>)  // a small call of every rank

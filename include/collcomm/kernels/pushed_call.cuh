@@ -84,6 +84,16 @@ __device__ __noinline__ void pushed_stall(const Handle& h, int rank, int channel
   record_stall(h, rank, channel, peer, k, what, why, call, peer_call);
 }
 
+// A block of a pushed call whose peers' blocks of this channel have all been seen (or that gave
+// up on them): once every block of the grid is here, the stream's next kernel, launched
+// programmatically (gpu/launch.hpp), may be placed, to wait resident for this one to end. Not
+// before: placed earlier, next kernels could take the room a peer's block of this call still needs.
+__device__ __forceinline__ void placed_with_peers() {
+#if __CUDA_ARCH__ >= 900
+  cudaTriggerProgrammaticLaunchCompletion();
+#endif
+}
+
 // The pushed call of a launch's only rank (p.rank[0]) on channel blockIdx.x, its range cut on
 // `align` elements as the staged call's is. False, before any store: the call is its epoch's
 // first, for the caller to stage (this rank's staged-call count is then not advanced yet).
@@ -201,6 +211,7 @@ __device__ bool pushed_call_fast(const Params& p, std::uint32_t align) {
       peer_lines[t] = static_cast<std::uint32_t>(a[0]) | (b[0] << 32);
     }
     const bool stop = __syncthreads_or(bad);  // every thread has read the count: it may advance
+    placed_with_peers();
     if (t == nt - 1) advance_staged_calls(p.h, channel, k);
     if (stop) return true;  // a failed call leaves the output untouched
   } else {
@@ -321,8 +332,9 @@ __device__ bool pushed_call_fast(const Params& p, std::uint32_t align) {
       for (int u = 0; u < U; ++u)
         if (pr + u * nt < pairs) peer_lines[pr + u * nt] = static_cast<std::uint32_t>(a[u]) | (b[u] << 32);
     }
-    // A failed call leaves the output untouched.
-    if (__syncthreads_or(bad)) return true;
+    const bool stop = __syncthreads_or(bad);
+    placed_with_peers();
+    if (stop) return true;  // a failed call leaves the output untouched
   }
 
   // Each thread's lines, reduced in rank order (this rank's own input for itself), 8 ranks' lines

@@ -504,6 +504,117 @@ int scenario_pushed_wrap(bootstrap::tcp& boot) {
   return failures == 0 ? 0 : 1;
 }
 
+__global__ void add_to_each(int* x, index_t count, int v) {
+  for (index_t i = blockIdx.x * static_cast<index_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<index_t>(gridDim.x) * blockDim.x)
+    x[i] += v;
+}
+
+// Calls that depend on each other, queued back to back with no host wait (a rank's kernels launch
+// as programmatic dependents: each waits on the GPU for the one before it, gpu/launch.hpp): int32
+// sum all_reduce a -> b, b -> a, then a kernel of the test adds rank + 1 to a, then a -> b,
+// b -> a. Each call reads what the one before it wrote and overwrites what that one read; every
+// rank checks a and b (poisoned first) element by element against the exact values, for
+// algo::automatic, one_shot (pushed, and staged at the largest count) and ring, stream-launched
+// and captured into a CUDA graph (replayed 3 times, a restored from the inputs at its start).
+template <class A>
+int chain_of_calls(nvcomm& comm, cudaStream_t s, int me, int n, std::uint64_t& seed) {
+  int failures = 0;
+  for (index_t count : {static_cast<index_t>(n + 1), index_t{1031}, index_t{250007}}) {
+    seed = next_seed(seed);
+    std::mt19937_64 g(seed);
+    std::vector<std::vector<std::int64_t>> x(static_cast<std::size_t>(n), std::vector<std::int64_t>(count));
+    for (auto& xr : x)
+      for (auto& v : xr) v = static_cast<std::int64_t>(g() % 101) - 50;
+    // The exact values: after a -> b every rank holds the sum; after the kernel rank r's a adds r + 1.
+    std::vector<int> expect_a(count), expect_b(count), mine(count);
+    for (index_t i = 0; i < count; ++i) {
+      std::int64_t sum = 0;
+      for (int r = 0; r < n; ++r) sum += x[r][i];
+      const std::int64_t b4 = n * (n * sum) + n * (n + 1) / 2;  // b after the fourth call
+      expect_b[i] = static_cast<int>(b4);
+      expect_a[i] = static_cast<int>(n * b4);
+      mine[i] = static_cast<int>(x[me][i]);
+    }
+    int *a = nullptr, *b = nullptr, *x0 = nullptr;
+    CK(cudaMalloc(&a, count * sizeof(int)));
+    CK(cudaMalloc(&b, count * sizeof(int)));
+    CK(cudaMalloc(&x0, count * sizeof(int)));
+    CK(cudaMemcpy(x0, mine.data(), count * sizeof(int), cudaMemcpyHostToDevice));
+    auto queue = [&] {
+      CK(cudaMemcpyAsync(a, x0, count * sizeof(int), cudaMemcpyDeviceToDevice, s));
+      all_reduce<A>(comm, a, b, count, op::sum{}, s);
+      all_reduce<A>(comm, b, a, count, op::sum{}, s);
+      add_to_each<<<16, 256, 0, s>>>(a, count, me + 1);
+      all_reduce<A>(comm, a, b, count, op::sum{}, s);
+      all_reduce<A>(comm, b, a, count, op::sum{}, s);
+    };
+    auto check = [&](const char* how) {
+      std::vector<int> ha(count), hb(count);
+      CK(cudaMemcpy(ha.data(), a, count * sizeof(int), cudaMemcpyDeviceToHost));
+      CK(cudaMemcpy(hb.data(), b, count * sizeof(int), cudaMemcpyDeviceToHost));
+      for (index_t i = 0; i < count; ++i)
+        if (ha[i] != expect_a[i] || hb[i] != expect_b[i]) {
+          report("FAIL chain %s n=%d count=%lld %s: at %lld a = %d (expected %d), b = %d (expected %d)", A::name, n,
+                 static_cast<long long>(count), how, static_cast<long long>(i), ha[i], expect_a[i], hb[i], expect_b[i]);
+          ++failures;
+          return;
+        }
+    };
+    std::string err;
+    try {
+      CK(cudaMemset(b, 0x7F, count * sizeof(int)));
+      CK(cudaDeviceSynchronize());
+      queue();
+      CK(cudaStreamSynchronize(s));
+      comm.check();
+      check("stream-launched");
+      cudaGraph_t graph = nullptr;
+      cudaGraphExec_t exec = nullptr;
+      CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+      queue();
+      CK(cudaStreamEndCapture(s, &graph));
+      CK(cudaGraphInstantiate(&exec, graph, 0));
+      for (int replay = 0; replay < 3; ++replay) {
+        CK(cudaMemset(b, 0x7F, count * sizeof(int)));
+        CK(cudaMemset(a, 0x7F, count * sizeof(int)));
+        CK(cudaDeviceSynchronize());
+        CK(cudaGraphLaunch(exec, s));
+        CK(cudaStreamSynchronize(s));
+        comm.check();
+        check("from a graph");
+      }
+      cudaGraphExecDestroy(exec);
+      cudaGraphDestroy(graph);
+    } catch (const std::exception& e) {
+      report("FAIL chain %s n=%d count=%lld: %s", A::name, n, static_cast<long long>(count), e.what());
+      ++failures;
+    }
+    CK(cudaDeviceSynchronize());
+    cudaFree(a);
+    cudaFree(b);
+    cudaFree(x0);
+    if (failures) break;
+  }
+  return failures;
+}
+
+int scenario_chain(bootstrap::tcp& boot) {
+  const int me = boot.rank(), n = boot.size();
+  gpu::options o;
+  o.timeout = 20s;
+  nvcomm comm(boot, 0, o);
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  std::uint64_t seed = env_u64("COLLCOMM_TEST_SEED");
+  int failures = chain_of_calls<algo::automatic<>>(comm, s, me, n, seed);
+  failures += chain_of_calls<algo::one_shot>(comm, s, me, n, seed);
+  failures += chain_of_calls<algo::ring>(comm, s, me, n, seed);
+  report("rank %d of %d: chains of dependent calls (automatic, one_shot, ring; 3 counts), %d failed", me, n, failures);
+  cudaStreamDestroy(s);
+  return failures == 0 ? 0 : 1;
+}
+
 // A direct call larger than the window is refused, naming 'count' and the rank.
 int scenario_window(bootstrap::tcp& boot) {
   gpu::options o;
@@ -993,6 +1104,8 @@ int child_main(const std::string& scenario) {
       code = scenario_disagree(boot, "pushed_staged");
     else if (scenario == "pushed_wrap")
       code = scenario_pushed_wrap(boot);
+    else if (scenario == "chain")
+      code = scenario_chain(boot);
     else if (scenario == "kill")
       code = scenario_kill<nvcomm>(boot, gpu::options{});
     else if (scenario == "split")
@@ -1139,6 +1252,14 @@ TEST_CASE("mp: pushed calls across the wrap of their flags, a rank late, N = 2, 
   for (int n : {2, 3, 8}) {
     const auto shm0 = collcomm_shm();
     expect_all(run_ranks(n, "pushed_wrap", fresh("pushed_wrap"), 120s), ("pushed_wrap n=" + std::to_string(n)).c_str());
+    CHECK(collcomm_shm() == shm0);
+  }
+}
+
+TEST_CASE("mp: calls that depend on each other, queued back to back, N = 2, 3, 8 processes") {
+  for (int n : {2, 3, 8}) {
+    const auto shm0 = collcomm_shm();
+    expect_all(run_ranks(n, "chain", fresh("chain"), 120s), ("chain n=" + std::to_string(n)).c_str());
     CHECK(collcomm_shm() == shm0);
   }
 }

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Device call 19: test_gpu_mp and collcomm_bench_mp with programmatic launches (options::
+# programmatic_launch, on by default; COLLCOMM_GPU_PROGRAMMATIC_LAUNCH=0 turns them off). First
+# the A/B: collcomm_bench_mp -a automatic (8 B to 1 MiB) among 8, 4 and 2 processes from a graph,
+# programmatic launches on and off in turn, 3 rounds, then one stream-launched round; then the
+# tests with them on (`mp: every*`, the pushed, disagreement and abort cases); then automatic's
+# sweep for processes (bench/tune.py mp, 3 rounds, into OUT/mp_sweep); then every other
+# multi-process case while time is left.
+#   bash bench/results/params_2026-12-07/run19.sh OUT   (binaries: .deps/bins19.tar.xz, unpacked into .deps/bin)
+set -u
+OUT=${1:?usage: run19.sh OUT}
+LIMIT=${LIMIT:-560}
+B=.deps/bin
+mkdir -p "$OUT"
+. bench/scripts/common.sh
+record_env "$OUT"
+export NCCL_NVLS_ENABLE=0
+start_mps && echo "MPS daemon started" | summary
+automatic() {  # N GRAPH PDL
+  echo "== collcomm_bench_mp n=$1 automatic graph=$2 pdl=$3"
+  COLLCOMM_GPU_PROGRAMMATIC_LAUNCH=$3 timeout 60 "$B/collcomm_bench_mp" -n "$1" -k all_reduce -a automatic \
+    -b 8 -e 1M -f 4 -G "$2" -w 50 -i 200
+  echo "rc=$?"
+}
+for round in 1 2 3; do
+  for n in 8 4 2; do automatic $n 1 1; automatic $n 1 0; done >> "$OUT/ab.txt" 2>&1
+  echo "[$SECONDS s] A/B round $round: $(grep -c 'rc=0' "$OUT/ab.txt") runs rc=0 so far" | summary
+done
+for n in 8 4 2; do automatic $n 0 1; automatic $n 0 0; done >> "$OUT/ab.txt" 2>&1
+echo "[$SECONDS s] A/B stream-launched: $(grep -c 'rc=0' "$OUT/ab.txt") runs rc=0 so far" | summary
+test_run test_gpu_mp tab_pushed 'mp: calls that depend*,mp: pushed*,mp fault: processes that disagree*,mp fault: a pushed*' 60
+test_run test_gpu_mp tab_every 'mp: every*' 150
+if time_left 120 "the sweep"; then
+  python3 bench/tune.py mp --bench "$B/collcomm_bench_mp" --ranks 2,4,8 --graph --max-bytes 8K --rounds 3 \
+    --out "$OUT/mp_sweep" > "$OUT/mp_sweep.log" 2>&1
+  echo "[$SECONDS s] sweep exit $? $(tail -1 "$OUT/mp_sweep.log")" | summary
+fi
+test_run test_gpu_mp tab_rest 'mp: a direct*,mp: split*,mp: 1000*,mp fault: abort*,mp fault: a rank killed*,mp: pcie staged*,mp: net*' $((LIMIT - SECONDS - 5))
+ls /dev/shm | grep collcomm && echo "LEFT IN /dev/shm" | summary

@@ -57,33 +57,6 @@ struct bench_settings : bench::settings {
   std::size_t check_max_bytes = std::size_t{4} << 20;  // the host reference is slow beyond
 };
 
-// The device-memory bytes a call must move (bench/traffic_model.hpp): its algorithm's with its
-// tuning's channels and slots, or for algo::automatic those of the arm the call takes.
-template <class K, class Algo, class Tuning, class T, class Op>
-double modeled_traffic(const world_facts& f, const coll_args& base, const gpu::options& o, bool in_place) {
-  if constexpr (is_automatic<Algo>) {
-    return detail::select_arm<K, typename Algo::table, transport::nvlink, Op, T>(
-        f, detail::call_bytes_of<K, T>(base.count, base.nranks, in_place),
-        [&]<class A, class Tu>(std::type_identity<A>, std::type_identity<Tu>) {
-          return modeled_traffic<K, A, Tu, T, Op>(f, base, o, in_place);
-        });
-  } else {
-    constexpr bool ll = std::is_same_v<typename Tuning::protocol, protocol::ll>;
-    constexpr bool ll128 = std::is_same_v<typename Tuning::protocol, protocol::ll128>;
-    const std::size_t slot_bytes = tuned_slot_bytes<Tuning>(o.slot_bytes);
-    const index_t align = ll128 ? static_cast<index_t>(120 / sizeof(T)) : sizeof(T) >= 16 ? 1 : 16 / sizeof(T);
-    // The payload of a slot: all of it (simple); half of its 16-byte lines less the header line
-    // (ll); 120 of each 128-byte line less the header line (ll128).
-    const index_t slot = ll      ? static_cast<index_t>((slot_bytes / 16 - 1) * 8 / sizeof(T)) / align * align
-                         : ll128 ? static_cast<index_t>((slot_bytes / 128 - 1) * 120 / sizeof(T))
-                                 : static_cast<index_t>(slot_bytes / sizeof(T)) / align * align;
-    return bench::traffic_bytes<K, Algo>(base, tuned_channels<Tuning>(o.channels), slot, align, sizeof(T),
-                                         ll      ? 2.0
-                                         : ll128 ? 128.0 / 120.0
-                                                 : 1.0);
-  }
-}
-
 template <class K, class Algo, class T, class Op, class Tuning = tuning<>>
 void run_bench(const bench_settings& st, double copy_bw) {
   constexpr bool simple = std::is_same_v<typename Tuning::protocol, protocol::simple>;
@@ -344,7 +317,7 @@ void run_bench(const bench_settings& st, double copy_bw) {
               const double algbw = bench::algbw(bytes, us);
               const double busbw = algbw * bench::bus_factor<K>(n);
               const double mem =
-                  modeled_traffic<K, Algo, Tuning, T, Op>(comm.facts(), base, o, place == 1) / (us * 1e-6) / copy_bw;
+                  bench::modeled_traffic<K, Algo, Tuning, T, Op>(comm.facts(), base, o, place == 1) / (us * 1e-6) / copy_bw;
               const std::string arm =
                   bench::arm_of<K, Algo, Tuning, transport::nvlink, T, Op>(comm.facts(), count, place == 1);
               if (st.json)

@@ -308,16 +308,8 @@ int run(const mp_settings& st) {
                 bench::text("%4.0f%% %4.0f%%", 100 * up / sec / pinned.d2h, 100 * down / sec / pinned.h2d);
             bench::print_placement(us, algbw, busbw, own, w, last);
           } else {
-            double traffic = 0;
-            if constexpr (is_automatic<A>)  // the arm's: its algorithm on its channels
-              traffic = detail::select_arm<K, typename A::table, transport::nvlink, Op, float>(
-                  comm.facts(), detail::call_bytes_of<K, float>(count, n, place == 1),
-                  [&]<class Arm, class Tu>(std::type_identity<Arm>, std::type_identity<Tu>) {
-                    return bench::traffic_bytes<K, Arm>(base, tuned_channels<Tu>(ro.channels), slot, align,
-                                                        sizeof(float));
-                  });
-            else
-              traffic = bench::traffic_bytes<K, A>(base, ro.channels, slot, align, sizeof(float));
+            // automatic: the arm's (its algorithm, protocol and channels)
+            const double traffic = bench::modeled_traffic<K, A, tuning<>, float, Op>(comm.facts(), base, ro, place == 1);
             const double mem = traffic / (us * 1e-6) / copy_bw;
             bench::print_placement(us, algbw, busbw, bench::text("%5.0f%%", mem * 100), w, last);
           }

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <collcomm/algo/primitives.hpp>
+#include <collcomm/gpu.hpp>
 #include <collcomm/kinds.hpp>
 
 #include <cstdint>
@@ -67,6 +68,33 @@ double traffic_bytes(coll_args base, int nchannels, index_t slot_elems, index_t 
       total += t.elems;
     }
   return total * static_cast<double>(elem_size);
+}
+
+// The device-memory bytes a call must move: its algorithm's (traffic_bytes) with its tuning's
+// protocol, channels and slots in a world of options o, or for algo::automatic those of the arm the call takes.
+template <class K, class Algo, class Tuning, class T, class Op>
+double modeled_traffic(const world_facts& f, const coll_args& base, const gpu::options& o, bool in_place) {
+  if constexpr (is_automatic<Algo>) {
+    return collcomm::detail::select_arm<K, typename Algo::table, transport::nvlink, Op, T>(
+        f, collcomm::detail::call_bytes_of<K, T>(base.count, base.nranks, in_place),
+        [&]<class A, class Tu>(std::type_identity<A>, std::type_identity<Tu>) {
+          return modeled_traffic<K, A, Tu, T, Op>(f, base, o, in_place);
+        });
+  } else {
+    constexpr bool ll = std::is_same_v<typename Tuning::protocol, protocol::ll>;
+    constexpr bool ll128 = std::is_same_v<typename Tuning::protocol, protocol::ll128>;
+    const std::size_t slot_bytes = tuned_slot_bytes<Tuning>(o.slot_bytes);
+    const index_t align = ll128 ? static_cast<index_t>(120 / sizeof(T)) : sizeof(T) >= 16 ? 1 : 16 / sizeof(T);
+    // The payload of a slot: all of it (simple); half of its 16-byte lines less the header line
+    // (ll); 120 of each 128-byte line less the header line (ll128).
+    const index_t slot = ll      ? static_cast<index_t>((slot_bytes / 16 - 1) * 8 / sizeof(T)) / align * align
+                         : ll128 ? static_cast<index_t>((slot_bytes / 128 - 1) * 120 / sizeof(T))
+                                 : static_cast<index_t>(slot_bytes / sizeof(T)) / align * align;
+    return traffic_bytes<K, Algo>(base, tuned_channels<Tuning>(o.channels), slot, align, sizeof(T),
+                                         ll      ? 2.0
+                                         : ll128 ? 128.0 / 120.0
+                                                 : 1.0);
+  }
 }
 
 }  // namespace collcomm_bench

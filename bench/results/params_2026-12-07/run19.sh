@@ -23,14 +23,15 @@ automatic() {  # N GRAPH PDL
   echo "rc=$?"
 }
 for round in 1 2 3; do
+  time_left 200 "A/B round $round" || break
   for n in 8 4 2; do automatic $n 1 1; automatic $n 1 0; done >> "$OUT/ab.txt" 2>&1
   echo "[$SECONDS s] A/B round $round: $(grep -c 'rc=0' "$OUT/ab.txt") runs rc=0 so far" | summary
 done
-for n in 8 4 2; do automatic $n 0 1; automatic $n 0 0; done >> "$OUT/ab.txt" 2>&1
+time_left 180 "A/B stream-launched" && for n in 8 4 2; do automatic $n 0 1; automatic $n 0 0; done >> "$OUT/ab.txt" 2>&1
 echo "[$SECONDS s] A/B stream-launched: $(grep -c 'rc=0' "$OUT/ab.txt") runs rc=0 so far" | summary
 test_run test_gpu_mp tab_pushed 'mp: calls that depend*,mp: pushed*,mp fault: processes that disagree*,mp fault: a pushed*' 60
 test_run test_gpu_mp tab_every 'mp: every*' 150
-if time_left 120 "the sweep"; then
+if time_left 90 "the sweep"; then
   python3 bench/tune.py mp --bench "$B/collcomm_bench_mp" --ranks 2,4,8 --graph --max-bytes 8K --rounds 3 \
     --out "$OUT/mp_sweep" > "$OUT/mp_sweep.log" 2>&1
   echo "[$SECONDS s] sweep exit $? $(tail -1 "$OUT/mp_sweep.log")" | summary

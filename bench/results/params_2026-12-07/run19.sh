@@ -32,7 +32,7 @@ echo "[$SECONDS s] A/B stream-launched: $(grep -c 'rc=0' "$OUT/ab.txt") runs rc=
 test_run test_gpu_mp tab_pushed 'mp: calls that depend*,mp: pushed*,mp fault: processes that disagree*,mp fault: a pushed*' 60
 test_run test_gpu_mp tab_every 'mp: every*' 150
 if time_left 90 "the sweep"; then
-  python3 bench/tune.py mp --bench "$B/collcomm_bench_mp" --ranks 2,4,8 --graph --max-bytes 8K --rounds 3 \
+  python3 bench/tune.py mp --bench "$B/collcomm_bench_mp" --ranks 2,4,8 --graph --max-bytes 8K --rounds "${ROUNDS:-3}" \
     --out "$OUT/mp_sweep" > "$OUT/mp_sweep.log" 2>&1
   echo "[$SECONDS s] sweep exit $? $(tail -1 "$OUT/mp_sweep.log")" | summary
 fi

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Device call 19: test_gpu_mp and collcomm_bench_mp with programmatic launches (options::
-# programmatic_launch, on by default; COLLCOMM_GPU_PROGRAMMATIC_LAUNCH=0 turns them off). First
+# programmatic_launch; COLLCOMM_GPU_PROGRAMMATIC_LAUNCH=1 turns them on, 0 off). First
 # the A/B: collcomm_bench_mp -a automatic (8 B to 1 MiB) among 8, 4 and 2 processes from a graph,
 # programmatic launches on and off in turn, 3 rounds, then one stream-launched round; then the
 # tests with them on (`mp: every*`, the pushed, disagreement and abort cases); then automatic's
 # sweep for processes (bench/tune.py mp, 3 rounds, into OUT/mp_sweep); then every other
 # multi-process case while time is left.
-#   bash bench/results/params_2026-12-07/run19.sh OUT   (binaries: .deps/bins19.tar.xz, unpacked into .deps/bin)
+# It includes run18.sh's cases (the table's rules for processes under test_gpu_mp's mixed queue).
+#   scripts/build_gpu_here.sh test_gpu_mp bench_mp   (here; carry .deps/bin, or a tar of it)
+#   bash bench/results/params_2026-12-07/run19.sh OUT   (LIMIT: seconds, default 560; ROUNDS: the sweep's)
 set -u
 OUT=${1:?usage: run19.sh OUT}
 LIMIT=${LIMIT:-560}
@@ -14,7 +16,7 @@ B=.deps/bin
 mkdir -p "$OUT"
 . bench/scripts/common.sh
 record_env "$OUT"
-export NCCL_NVLS_ENABLE=0
+export NCCL_NVLS_ENABLE=0 COLLCOMM_GPU_PROGRAMMATIC_LAUNCH=1  # the tests and the sweep with them on
 start_mps && echo "MPS daemon started" | summary
 automatic() {  # N GRAPH PDL
   echo "== collcomm_bench_mp n=$1 automatic graph=$2 pdl=$3"

@@ -14,8 +14,8 @@
 // them from one capturing stream: gpu::capture_group in gpu/capture.hpp). launch_mode::per_rank
 // launches each rank alone, for a world with one rank per GPU.
 //
-// A rank that launches alone (a world of processes, or one rank per GPU) launches as a
-// programmatic dependent of its stream's previous kernel (options::programmatic_launch): the
+// With options::programmatic_launch, a rank that launches alone (a world of processes, or one
+// rank per GPU) launches as a programmatic dependent of its stream's previous kernel: the
 // kernel waits on the GPU, before its first load or store, for the previous one to complete, so
 // that its placement overlaps the previous kernel's end; a pushed call lets the next kernel be
 // placed once it has met its peers (kernels/pushed_call.cuh).

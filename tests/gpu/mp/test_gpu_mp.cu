@@ -510,8 +510,9 @@ __global__ void add_to_each(int* x, index_t count, int v) {
     x[i] += v;
 }
 
-// Calls that depend on each other, queued back to back with no host wait (a rank's kernels launch
-// as programmatic dependents: each waits on the GPU for the one before it, gpu/launch.hpp): int32
+// Calls that depend on each other, queued back to back with no host wait, launched as
+// programmatic dependents (options::programmatic_launch: each kernel may be placed while the one
+// before it runs, and waits on the GPU for it to end, gpu/launch.hpp): int32
 // sum all_reduce a -> b, b -> a, then a kernel of the test adds rank + 1 to a, then a -> b,
 // b -> a. Each call reads what the one before it wrote and overwrites what that one read; every
 // rank checks a and b (poisoned first) element by element against the exact values, for
@@ -603,6 +604,7 @@ int scenario_chain(bootstrap::tcp& boot) {
   const int me = boot.rank(), n = boot.size();
   gpu::options o;
   o.timeout = 20s;
+  o.programmatic_launch = true;
   nvcomm comm(boot, 0, o);
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));

@@ -9,6 +9,7 @@
 # runs every .deps/bin/test_gpu_* it finds).
 #   scripts/build_gpu_here.sh gpu_tests bench example test_gpu_mp bench_mp
 #   scripts/build_gpu_here.sh test_gpu_sched_reducing test_gpu_fault   (some of them)
+#   scripts/build_gpu_here.sh mps_floor   (bench/probes/mps_floor.cu: the floor of processes on one GPU)
 #   scripts/build_gpu_here.sh test_gpu_pcie test_gpu_pcie_reducing test_gpu_pcie_moving test_gpu_pcie_rooted bench_pcie
 #                                                            (transport::pcie; bench/scripts/pcie_staged.sh runs them,
 #                                                             bench/scripts/tune_pcie.sh the bench's sweep)
@@ -33,6 +34,7 @@ for t in "${names[@]}"; do
     bench_mp) nvcc $F -Ibench bench/collcomm_bench_mp.cu -o .deps/bin/collcomm_bench_mp ;;
     example) nvcc $F examples/02_all_reduce_gpu.cu -o .deps/bin/example_02 ;;
     bench_pcie) nvcc $F -Ibench bench/collcomm_bench_pcie.cu -o .deps/bin/collcomm_bench_pcie ;;
+    mps_floor) nvcc $F bench/probes/mps_floor.cu -o .deps/bin/mps_floor ;;
     *) nvcc $F -c tests/gpu/$t.cu -o .deps/obj/$t.o && nvcc -arch=sm_90 .deps/obj/$t.o .deps/obj/gpu_main.o -o .deps/bin/$t ;;
   esac
   echo "built $t"

@@ -3,7 +3,7 @@
 // processes' small calls from a graph (bench/RESULTS.md, "Processes: the floor").
 //
 //   mps_floor N [mode=empty|meet|code|jump] [calls=200] [reps=9] [launch=graph|stream] [params=0] [smem=0]
-//             [threads=512] [code_kb=8] [passes=1] [spread=0]
+//             [threads=512] [code_kb=8] [passes=1] [spread=0] [pdl=0]
 //
 // N processes (forked before any CUDA call) each capture `calls` launches of a one-block kernel of
 // `threads` threads into a graph on a stream of their own, replay it once untimed, then `reps` times
@@ -27,6 +27,10 @@
 //          to a line not fetched yet costs, against `code`'s straight run
 //   spread 1: the kernels of modes meet, code and jump ask for 116 KiB of dynamic shared memory,
 //          so that no two blocks (of any process) share an SM
+//   pdl    1: modes empty and meet (no params, no smem) launch as programmatic dependents of the
+//          stream's previous launch: a kernel waits (griddepcontrol.wait) for the previous one to end
+//          before it reads anything, then lets the next be placed (the empty kernel at once, the
+//          meeting one once its call has met) — what collcomm's programmatic launches can save
 // Each launch of modes meet, code and jump counts the SM it ran on; every process prints how many
 // SMs its launches used and which it used most (processes whose launches share SMs run their
 // warps on the same schedulers).
@@ -129,6 +133,42 @@ void launch_sized(bool meet, bool shared, cudaStream_t s, unsigned long long* co
 
 __global__ void empty_kernel() {}
 
+bool pdl = false;  // argument `pdl`
+
+// Programmatic dependent launch's two instructions (compute capability 9.0 on).
+__device__ __forceinline__ void wait_for_previous() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void let_next_be_placed() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;");
+#endif
+}
+
+// Mode empty with pdl: waits for the previous launch, then lets the next be placed.
+__global__ void empty_pdl_kernel() {
+  wait_for_previous();
+  let_next_be_placed();
+}
+
+// Launches k (one block of block_threads) as a programmatic dependent of the stream's previous launch.
+template <class... Params, class... Args>
+void launch_dependent(void (*k)(Params...), size_t smem, cudaStream_t s, Args... args) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(1);
+  cfg.blockDim = dim3(static_cast<unsigned>(block_threads));
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = s;
+  cudaLaunchAttribute at{};
+  at.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  at.val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = &at;
+  cfg.numAttrs = 1;
+  CK(cudaLaunchKernelEx(&cfg, k, args...));
+}
+
 // Counts the launch on the SM it runs on (sms: 256 counters).
 __device__ void count_sm(unsigned* sms) {
   unsigned id;
@@ -202,10 +242,13 @@ size_t spread_bytes = 0;      // dynamic shared memory of the meet, code and jum
 constexpr size_t spread_size = 116 * 1024;
 
 // Thread 0: call k of this process (its own count) arrives at the shared counter and waits for
-// all n. `bad` counts launches that saw the counter past what this call can reach.
+// all n. `bad` counts launches that saw the counter past what this call can reach. Pdl: it first
+// waits for the previous launch (whose count it reads), and lets the next be placed once all met.
+template <bool Pdl = false>
 __global__ void meet_kernel(unsigned long long* counter, unsigned long long* calls, unsigned long long* bad,
                             unsigned* sms, int n) {
   if (threadIdx.x != 0) return;
+  if constexpr (Pdl) wait_for_previous();
   count_sm(sms);
   const unsigned long long k = *calls;
   *calls = k + 1;
@@ -213,6 +256,7 @@ __global__ void meet_kernel(unsigned long long* counter, unsigned long long* cal
   const unsigned long long before = c.fetch_add(1, cuda::std::memory_order_relaxed);
   if (before >= (k + 1) * n) ++*bad;
   while (c.load(cuda::std::memory_order_relaxed) < (k + 1) * n) {}
+  if constexpr (Pdl) let_next_be_placed();
 }
 
 // The launch of one call: the plain kernels without parameters or shared memory, else the shaped
@@ -235,7 +279,11 @@ void launch_one(bool meet, int params, int smem, cudaStream_t s, unsigned long l
   switch (params) {
     case 0:
       if (shared) return launch_sized<8>(meet, shared, s, counter, mine, n);
-      if (meet)
+      if (pdl && meet)
+        launch_dependent(meet_kernel<true>, spread_bytes, s, counter, mine, mine + 1, sms, n);
+      else if (pdl)
+        launch_dependent(empty_pdl_kernel, 0, s);
+      else if (meet)
         meet_kernel<<<1, block_threads, spread_bytes, s>>>(counter, mine, mine + 1, sms, n);
       else
         empty_kernel<<<1, block_threads, 0, s>>>();
@@ -274,7 +322,8 @@ void run_process(page* p, int me, int n, bool meet, int calls, int reps, bool gr
   }
   if (spread_bytes > 0) {
     const int a = cudaFuncAttributeMaxDynamicSharedMemorySize, b = static_cast<int>(spread_bytes);
-    CK(cudaFuncSetAttribute(meet_kernel, static_cast<cudaFuncAttribute>(a), b));
+    CK(cudaFuncSetAttribute(meet_kernel<false>, static_cast<cudaFuncAttribute>(a), b));
+    CK(cudaFuncSetAttribute(meet_kernel<true>, static_cast<cudaFuncAttribute>(a), b));
     CK(cudaFuncSetAttribute(jump_kernel, static_cast<cudaFuncAttribute>(a), b));
     CK(cudaFuncSetAttribute(code_kernel<16>, static_cast<cudaFuncAttribute>(a), b));
     CK(cudaFuncSetAttribute(code_kernel<64>, static_cast<cudaFuncAttribute>(a), b));
@@ -357,17 +406,21 @@ int main(int argc, char** argv) {
   passes = argc > 10 ? std::atoi(argv[10]) : 1;
   const int spread = argc > 11 ? std::atoi(argv[11]) : 0;
   spread_bytes = spread == 1 ? spread_size : 0;
+  const int pdl_arg = argc > 12 ? std::atoi(argv[12]) : 0;
+  pdl = pdl_arg == 1;
   if (n < 1 || n > max_procs || calls < 1 || reps < 1 ||
       (mode != "empty" && mode != "meet" && mode != "code" && !jump) ||
       ((mode == "code" || jump) && ((code_kb != 2 && code_kb != 8 && code_kb != 32) || passes < 1 || passes > 64)) ||
       (jump && code_kb != 8) || (spread != 0 && spread != 1) || (spread == 1 && mode == "empty") ||
       (launch != "graph" && launch != "stream") ||
       (params != 0 && params != 8 && params != 256 && params != 2432 && params != 4096) ||
-      (smem != 0 && smem != 4096) || block_threads < 1 || block_threads > 1024) {
+      (smem != 0 && smem != 4096) || block_threads < 1 || block_threads > 1024 || (pdl_arg != 0 && pdl_arg != 1) ||
+      (pdl && (params != 0 || smem != 0 || (mode != "empty" && mode != "meet")))) {
     std::fprintf(
         stderr,
         "usage: mps_floor N(1..%d) [empty|meet|code|jump] [calls] [reps] [graph|stream] [params: 0|8|256|2432|4096] "
-        "[smem: 0|4096] [threads: 1..1024] [code_kb: 2|8|32 (jump: 8)] [passes: 1..64] [spread: 0|1 (not empty)]\n",
+        "[smem: 0|4096] [threads: 1..1024] [code_kb: 2|8|32 (jump: 8)] [passes: 1..64] [spread: 0|1 (not empty)] "
+        "[pdl: 0|1 (empty, meet; params 0, smem 0)]\n",
         max_procs);
     return 2;
   }
@@ -395,6 +448,7 @@ int main(int argc, char** argv) {
               launch.c_str(), calls, reps, params, smem, block_threads);
   if (code_kb > 0) std::printf(" code_kb=%d passes=%d", code_kb, passes);
   if (spread == 1) std::printf(" spread=1");
+  if (pdl) std::printf(" pdl=1");
   std::printf(":");
   if (bad) {
     std::printf(" a process failed\n");

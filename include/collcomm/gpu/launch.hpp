@@ -18,7 +18,10 @@
 // rank per GPU) launches as a programmatic dependent of its stream's previous kernel: the
 // kernel waits on the GPU, before its first load or store, for the previous one to complete, so
 // that its placement overlaps the previous kernel's end; a pushed call lets the next kernel be
-// placed once it has met its peers (kernels/pushed_call.cuh).
+// placed once it has met its peers (kernels/pushed_call.cuh). A kernel of the user's launched
+// programmatically after a collcomm call must execute cudaGridDependencySynchronize before it ends
+// (as CUDA asks of every programmatic dependent): the next call's wait orders it behind that
+// kernel only, and so behind the call before it only through that kernel's own wait.
 #pragma once
 
 #include <collcomm/detail/cuda.hpp>
@@ -115,13 +118,13 @@ cudaError_t enqueue_kernel(const world& w, const kernels::launch_params<Handle, 
 // smaller child, another thread's world) fails with "invalid argument" (seen on the H200). So it
 // is never set below the 48 KiB every kernel may use without opting in.
 //
-// True where the kernel may be launched as a programmatic dependent: it was built for compute
-// capability 9.0 or later (its PTX: code built for an older one, compiled at load, lacks the
-// wait that orders it behind the previous kernel).
+// With `programmatic` (the launch asks for it), true where the kernel may be launched as a
+// programmatic dependent: it was built for compute capability 9.0 or later (its PTX: code built
+// for an older one, compiled at load, lacks the wait that orders it behind the previous kernel).
 template <class K, bool Pushed = false>  // Pushed: a cache of its own for a composition's pushed kernel
 bool check_resident(const void* kernel, int threads, std::size_t smem, int device, int sharing, int channels,
-                    int rank) {
-  static thread_local int checked_device = -1, blocks_per_sm = 0, sms = 0, ptx = 0;
+                    bool programmatic, int rank) {
+  static thread_local int checked_device = -1, blocks_per_sm = 0, sms = 0, ptx = -1;  // ptx: -1 not read yet
   static thread_local const void* checked_kernel = nullptr;
   static thread_local std::size_t checked_smem = 0;
   if (checked_device != device || checked_kernel != kernel || checked_smem != smem) {
@@ -132,9 +135,7 @@ bool check_resident(const void* kernel, int threads, std::size_t smem, int devic
                        "cudaOccupancyMaxActiveBlocksPerMultiprocessor", rank);
     detail::cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute",
                        rank);
-    cudaFuncAttributes fa{};
-    detail::cuda_check(cudaFuncGetAttributes(&fa, kernel), "cudaFuncGetAttributes", rank);
-    ptx = fa.ptxVersion;
+    ptx = -1;
     checked_device = device;
     checked_kernel = kernel;
     checked_smem = smem;
@@ -146,6 +147,12 @@ bool check_resident(const void* kernel, int threads, std::size_t smem, int devic
                      std::to_string(need) + " co-resident blocks on GPU " + std::to_string(device) + ", which holds " +
                      std::to_string(blocks_per_sm * sms) +
                      " of this kernel; use fewer channels (gpu::options::channels) or fewer ranks per GPU");
+  if (!programmatic) return false;
+  if (ptx < 0) {
+    cudaFuncAttributes fa{};
+    detail::cuda_check(cudaFuncGetAttributes(&fa, kernel), "cudaFuncGetAttributes", rank);
+    ptx = fa.ptxVersion;
+  }
   return ptx >= 90;
 }
 
@@ -301,9 +308,12 @@ void launch_on(world& w, int rank, coll_args a, const T* in, T* out, Op op, cuda
   const bool grouped = w.opts().launch == launch_mode::grouped && nlocal > 1;
   // In a world of processes its other ranks on this GPU launch from their own processes (MPS).
   const int sharing = w.is_process() ? w.process().ranks_on_gpu : nlocal;
+  // dependent: launched programmatically (options::programmatic_launch, where check_resident allows).
+  const bool programmatic = !grouped && w.opts().programmatic_launch;
+  bool dependent = false;
   // Small one_shot calls across processes go pushed, in a kernel of their own (kernels/
   // direct_primitives.cuh, "pushed calls"): every rank decides alike, from the call.
-  bool pushed = false, dependent = false;  // dependent: may launch programmatically (check_resident)
+  bool pushed = false;
   if constexpr (kernels::pushes_small_calls<K, Algo, T>()) {
     using prims_t = kernels::block_primitives<Handle, T, Op, typename KT::protocol>;
     const auto align = static_cast<std::size_t>(prims_t::align_elems());  // the kernel's cut of channel ranges
@@ -311,11 +321,11 @@ void launch_on(world& w, int rank, coll_args a, const T* in, T* out, Op op, cuda
     if (pushed)
       dependent = launch_detail::check_resident<K, true>(
           reinterpret_cast<const void*>(&kernels::collective_kernel<K, Algo, T, Op, KT, Handle, true>), KT::threads,
-          kernels::kernel_smem_bytes(w.size()), device, sharing, channels, rank);
+          kernels::kernel_smem_bytes(w.size()), device, sharing, channels, programmatic, rank);
   }
   if (!pushed)
     dependent = launch_detail::check_resident<K>(kernel, KT::threads, kernels::kernel_smem_bytes(w.size()), device,
-                                                 sharing, channels, rank);
+                                                 sharing, channels, programmatic, rank);
 
   a.nchannels = channels;
   const world::launch_call call = launch_detail::call_of<K, Algo, Tuning, T, Op>(rank, a, shape);
@@ -329,8 +339,7 @@ void launch_on(world& w, int rank, coll_args a, const T* in, T* out, Op op, cuda
       p.stage = stage;
       p.rank[0] = mine;
     };
-    const auto how = dependent && w.opts().programmatic_launch ? launch_detail::launch_as::programmatic
-                                                               : launch_detail::launch_as::plain;
+    const auto how = dependent ? launch_detail::launch_as::programmatic : launch_detail::launch_as::plain;
     cudaError_t e = cudaSuccess;
     if constexpr (kernels::pushes_small_calls<K, Algo, T>()) {
       if (pushed) {  // the pushed kernel's parameters carry this rank's only

@@ -54,8 +54,9 @@ struct options : common_options {
   // True: a rank that launches alone (a world of processes, or one rank per GPU) launches its
   // kernels as programmatic dependents of the stream's previous kernel (kernels built for compute
   // capability 9.0 or later): a kernel is placed while the previous one ends and waits, before its
-  // first load or store, for it to complete and its writes to be visible (gpu/launch.hpp). Off by
-  // default: what it saves has not been measured (bench/results/params_2026-12-07/run19.sh does).
+  // first load or store, for it to complete and its writes to be visible (gpu/launch.hpp; a
+  // user's kernel launched programmatically between two calls must wait so too). Off by default:
+  // what it saves has not been measured (bench/results/params_2026-12-07/run19.sh does).
   bool programmatic_launch = false;
   // How long a rank waiting for its GPU's grouped launch polls before it sleeps until the launch:
   // a sleeping thread's wake-up can cost more than a call. Negative: 200 µs, yielding every

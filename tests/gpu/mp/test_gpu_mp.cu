@@ -37,6 +37,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdarg>
 #include <cstdio>
@@ -517,7 +518,8 @@ __global__ void add_to_each(int* x, index_t count, int v) {
 // b -> a. Each call reads what the one before it wrote and overwrites what that one read; every
 // rank checks a and b (poisoned first) element by element against the exact values, for
 // algo::automatic, one_shot (pushed, and staged at the largest count) and ring, stream-launched
-// and captured into a CUDA graph (replayed 3 times, a restored from the inputs at its start).
+// and captured into a CUDA graph (replayed 3 times, a restored from the inputs at its start; the
+// graph must hold the programmatic edges, or the launches were not programmatic).
 template <class A>
 int chain_of_calls(nvcomm& comm, cudaStream_t s, int me, int n, std::uint64_t& seed) {
   int failures = 0;
@@ -573,8 +575,28 @@ int chain_of_calls(nvcomm& comm, cudaStream_t s, int me, int n, std::uint64_t& s
       cudaGraph_t graph = nullptr;
       cudaGraphExec_t exec = nullptr;
       CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-      queue();
+      try {
+        queue();
+      } catch (...) {
+        cudaStreamEndCapture(s, &graph);  // the capture ends with the call that failed
+        if (graph) cudaGraphDestroy(graph);
+        throw;
+      }
       CK(cudaStreamEndCapture(s, &graph));
+      // Every call but the first follows a kernel: captured, those launches are programmatic edges.
+      std::size_t edges = 0;
+      CK(cudaGraphGetEdges(graph, nullptr, nullptr, nullptr, &edges));
+      std::vector<cudaGraphNode_t> from(edges), to(edges);
+      std::vector<cudaGraphEdgeData> kind_of(edges);
+      CK(cudaGraphGetEdges(graph, from.data(), to.data(), kind_of.data(), &edges));
+      const auto programmatic = std::count_if(kind_of.begin(), kind_of.end(), [](const cudaGraphEdgeData& e) {
+        return e.type == cudaGraphDependencyTypeProgrammatic;
+      });
+      if (programmatic < 3) {
+        report("FAIL chain %s n=%d count=%lld: %lld programmatic edges in the graph, 3 expected at least", A::name, n,
+               static_cast<long long>(count), static_cast<long long>(programmatic));
+        ++failures;
+      }
       CK(cudaGraphInstantiate(&exec, graph, 0));
       for (int replay = 0; replay < 3; ++replay) {
         CK(cudaMemset(b, 0x7F, count * sizeof(int)));
@@ -605,6 +627,7 @@ int scenario_chain(bootstrap::tcp& boot) {
   gpu::options o;
   o.timeout = 20s;
   o.programmatic_launch = true;
+  ::unsetenv("COLLCOMM_GPU_PROGRAMMATIC_LAUNCH");  // which would override it
   nvcomm comm(boot, 0, o);
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));

@@ -135,15 +135,15 @@ __global__ void empty_kernel() {}
 
 bool pdl = false;  // argument `pdl`
 
-// Programmatic dependent launch's two instructions (compute capability 9.0 on).
+// Programmatic dependent launch's two instructions (the CUDA runtime's; compute capability 9.0 on).
 __device__ __forceinline__ void wait_for_previous() {
 #if __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
+  cudaGridDependencySynchronize();
 #endif
 }
 __device__ __forceinline__ void let_next_be_placed() {
 #if __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;");
+  cudaTriggerProgrammaticLaunchCompletion();
 #endif
 }
 

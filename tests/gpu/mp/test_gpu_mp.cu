@@ -505,17 +505,41 @@ int scenario_pushed_wrap(bootstrap::tcp& boot) {
   return failures == 0 ? 0 : 1;
 }
 
-__global__ void add_to_each(int* x, index_t count, int v) {
+__device__ void add_to_each_body(int* x, index_t count, int v) {
   for (index_t i = blockIdx.x * static_cast<index_t>(blockDim.x) + threadIdx.x; i < count;
        i += static_cast<index_t>(gridDim.x) * blockDim.x)
     x[i] += v;
 }
 
+__global__ void add_to_each(int* x, index_t count, int v) { add_to_each_body(x, count, v); }
+
+// The same, written for a programmatic launch: it waits for the kernel before it on the stream (a
+// collcomm call) before its first load, as the library asks of a user's programmatic kernel.
+__global__ void add_to_each_dependent(int* x, index_t count, int v) {
+  cudaGridDependencySynchronize();
+  add_to_each_body(x, count, v);
+}
+
+// add_to_each_dependent launched as a programmatic dependent of the stream's previous kernel.
+void launch_dependent_add(int* x, index_t count, int v, cudaStream_t s) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(16);
+  cfg.blockDim = dim3(256);
+  cfg.stream = s;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  CK(cudaLaunchKernelEx(&cfg, &add_to_each_dependent, x, count, v));
+}
+
 // Calls that depend on each other, queued back to back with no host wait, launched as
 // programmatic dependents (options::programmatic_launch: each kernel may be placed while the one
 // before it runs, and waits on the GPU for it to end, gpu/launch.hpp): int32
-// sum all_reduce a -> b, b -> a, then a kernel of the test adds rank + 1 to a, then a -> b,
-// b -> a. Each call reads what the one before it wrote and overwrites what that one read; every
+// sum all_reduce a -> b, b -> a, then a kernel of the test adds rank + 1 to a, then a -> b, then a
+// kernel of the test launched programmatically (it waits as the library asks) adds rank + 1 to b,
+// then b -> a. Each call reads what the one before it wrote and overwrites what that one read; every
 // rank checks a and b (poisoned first) element by element against the exact values, for
 // algo::automatic, one_shot (pushed, and staged at the largest count) and ring, stream-launched
 // and captured into a CUDA graph (replayed 3 times, a restored from the inputs at its start; the
@@ -529,14 +553,14 @@ int chain_of_calls(nvcomm& comm, cudaStream_t s, int me, int n, std::uint64_t& s
     std::vector<std::vector<std::int64_t>> x(static_cast<std::size_t>(n), std::vector<std::int64_t>(count));
     for (auto& xr : x)
       for (auto& v : xr) v = static_cast<std::int64_t>(g() % 101) - 50;
-    // The exact values: after a -> b every rank holds the sum; after the kernel rank r's a adds r + 1.
+    // The exact values: after a -> b every rank holds the sum; after a kernel rank r's a (or b) adds r + 1.
     std::vector<int> expect_a(count), expect_b(count), mine(count);
     for (index_t i = 0; i < count; ++i) {
       std::int64_t sum = 0;
       for (int r = 0; r < n; ++r) sum += x[r][i];
-      const std::int64_t b4 = n * (n * sum) + n * (n + 1) / 2;  // b after the fourth call
-      expect_b[i] = static_cast<int>(b4);
-      expect_a[i] = static_cast<int>(n * b4);
+      const std::int64_t b3 = n * (n * sum) + n * (n + 1) / 2;  // b after the third call
+      expect_b[i] = static_cast<int>(b3 + me + 1);
+      expect_a[i] = static_cast<int>(n * b3 + n * (n + 1) / 2);
       mine[i] = static_cast<int>(x[me][i]);
     }
     int *a = nullptr, *b = nullptr, *x0 = nullptr;
@@ -544,12 +568,19 @@ int chain_of_calls(nvcomm& comm, cudaStream_t s, int me, int n, std::uint64_t& s
     CK(cudaMalloc(&b, count * sizeof(int)));
     CK(cudaMalloc(&x0, count * sizeof(int)));
     CK(cudaMemcpy(x0, mine.data(), count * sizeof(int), cudaMemcpyHostToDevice));
+    cudaGraphNode_t plain_add = nullptr;  // captured: add_to_each's node
     auto queue = [&] {
       CK(cudaMemcpyAsync(a, x0, count * sizeof(int), cudaMemcpyDeviceToDevice, s));
       all_reduce<A>(comm, a, b, count, op::sum{}, s);
       all_reduce<A>(comm, b, a, count, op::sum{}, s);
       add_to_each<<<16, 256, 0, s>>>(a, count, me + 1);
+      cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+      const cudaGraphNode_t* last = nullptr;
+      std::size_t nlast = 0;
+      CK(cudaStreamGetCaptureInfo(s, &capturing, nullptr, nullptr, &last, nullptr, &nlast));
+      if (capturing == cudaStreamCaptureStatusActive && nlast == 1) plain_add = last[0];
       all_reduce<A>(comm, a, b, count, op::sum{}, s);
+      launch_dependent_add(b, count, me + 1, s);
       all_reduce<A>(comm, b, a, count, op::sum{}, s);
     };
     auto check = [&](const char* how) {
@@ -583,18 +614,29 @@ int chain_of_calls(nvcomm& comm, cudaStream_t s, int me, int n, std::uint64_t& s
         throw;
       }
       CK(cudaStreamEndCapture(s, &graph));
-      // Every call but the first follows a kernel: captured, those launches are programmatic edges.
+      // Each kernel that follows a kernel but the test's plain add_to_each (a collcomm call, or the
+      // test's programmatic kernel) must hang on a programmatic edge: else the launches were not.
       std::size_t edges = 0;
       CK(cudaGraphGetEdges(graph, nullptr, nullptr, nullptr, &edges));
       std::vector<cudaGraphNode_t> from(edges), to(edges);
       std::vector<cudaGraphEdgeData> kind_of(edges);
       CK(cudaGraphGetEdges(graph, from.data(), to.data(), kind_of.data(), &edges));
-      const auto programmatic = std::count_if(kind_of.begin(), kind_of.end(), [](const cudaGraphEdgeData& e) {
-        return e.type == cudaGraphDependencyTypeProgrammatic;
-      });
-      if (programmatic < 3) {
-        report("FAIL chain %s n=%d count=%lld: %lld programmatic edges in the graph, 3 expected at least", A::name, n,
-               static_cast<long long>(count), static_cast<long long>(programmatic));
+      auto is_kernel = [](cudaGraphNode_t node) {
+        cudaGraphNodeType type;
+        CK(cudaGraphNodeGetType(node, &type));
+        return type == cudaGraphNodeTypeKernel;
+      };
+      long long expected = 0, plain = 0;
+      for (std::size_t e = 0; e < edges; ++e) {
+        if (to[e] == plain_add || !is_kernel(from[e]) || !is_kernel(to[e])) continue;
+        ++expected;
+        if (kind_of[e].type != cudaGraphDependencyTypeProgrammatic) ++plain;
+      }
+      if (plain_add == nullptr || expected == 0 || plain != 0) {
+        report(
+            "FAIL chain %s n=%d count=%lld: %lld of %lld edges from a kernel to a dependent kernel are not "
+            "programmatic",
+            A::name, n, static_cast<long long>(count), plain, expected);
         ++failures;
       }
       CK(cudaGraphInstantiate(&exec, graph, 0));

@@ -9,7 +9,7 @@
 # multi-process case while time is left.
 # It includes run18.sh's cases (the table's rules for processes under test_gpu_mp's mixed queue).
 #   scripts/build_gpu_here.sh test_gpu_mp bench_mp mps_floor   (here; carry .deps/bin, or a tar of it)
-#   bash bench/results/params_2026-12-07/run19.sh OUT   (LIMIT: seconds, default 560; ROUNDS: the sweep's)
+#   bash bench/results/params_2026-12-07/run19.sh OUT   (LIMIT: seconds, default 560; AB_ROUNDS: the A/B's, default 3; ROUNDS: the sweep's)
 set -u
 OUT=${1:?usage: run19.sh OUT}
 LIMIT=${LIMIT:-560}
@@ -25,7 +25,7 @@ automatic() {  # N GRAPH PDL
     -b 8 -e 1M -f 4 -G "$2" -w 50 -i 200
   echo "rc=$?"
 }
-for round in 1 2 3; do
+for round in $(seq "${AB_ROUNDS:-3}"); do
   time_left 200 "A/B round $round" || break
   for n in 8 4 2; do automatic $n 1 1; automatic $n 1 0; done >> "$OUT/ab.txt" 2>&1
   echo "[$SECONDS s] A/B round $round: $(grep -c 'rc=0' "$OUT/ab.txt") runs rc=0 so far" | summary

@@ -520,6 +520,15 @@ __global__ void add_to_each_dependent(int* x, index_t count, int v) {
   add_to_each_body(x, count, v);
 }
 
+// The node that the last launch on `s` made, where `s` is capturing; else null.
+cudaGraphNode_t last_captured(cudaStream_t s) {
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  const cudaGraphNode_t* last = nullptr;
+  std::size_t nlast = 0;
+  CK(cudaStreamGetCaptureInfo(s, &capturing, nullptr, nullptr, &last, nullptr, &nlast));
+  return capturing == cudaStreamCaptureStatusActive && nlast == 1 ? last[0] : nullptr;
+}
+
 // add_to_each_dependent launched as a programmatic dependent of the stream's previous kernel.
 void launch_dependent_add(int* x, index_t count, int v, cudaStream_t s) {
   cudaLaunchConfig_t cfg{};
@@ -536,17 +545,18 @@ void launch_dependent_add(int* x, index_t count, int v, cudaStream_t s) {
 
 // Calls that depend on each other, queued back to back with no host wait, launched as
 // programmatic dependents (options::programmatic_launch: each kernel may be placed while the one
-// before it runs, and waits on the GPU for it to end, gpu/launch.hpp): int32
+// before it runs, and waits on the GPU for it to end, gpu/launch.hpp), or not: int32
 // sum all_reduce a -> b, b -> a, then a kernel of the test adds rank + 1 to a, then a -> b, then a
 // kernel of the test launched programmatically (it waits as the library asks) adds rank + 1 to b,
 // then b -> a. Each call reads what the one before it wrote and overwrites what that one read; every
 // rank checks a and b (poisoned first) element by element against the exact values, for
 // algo::automatic, one_shot (pushed, and staged at the largest count) and ring, stream-launched
-// and captured into a CUDA graph (replayed 3 times, a restored from the inputs at its start; the
-// graph must hold the programmatic edges, or the launches were not programmatic).
+// and captured into a CUDA graph (replayed 3 times, a restored from the inputs at its start). In
+// the graph, every edge from a kernel to a call is programmatic exactly when `programmatic`.
 template <class A>
-int chain_of_calls(nvcomm& comm, cudaStream_t s, int me, int n, std::uint64_t& seed) {
+int chain_of_calls(nvcomm& comm, cudaStream_t s, int me, int n, bool programmatic, std::uint64_t& seed) {
   int failures = 0;
+  long long kernel_to_call = 0;  // such edges seen, over the counts
   for (index_t count : {static_cast<index_t>(n + 1), index_t{1031}, index_t{250007}}) {
     seed = next_seed(seed);
     std::mt19937_64 g(seed);
@@ -568,19 +578,16 @@ int chain_of_calls(nvcomm& comm, cudaStream_t s, int me, int n, std::uint64_t& s
     CK(cudaMalloc(&b, count * sizeof(int)));
     CK(cudaMalloc(&x0, count * sizeof(int)));
     CK(cudaMemcpy(x0, mine.data(), count * sizeof(int), cudaMemcpyHostToDevice));
-    cudaGraphNode_t plain_add = nullptr;  // captured: add_to_each's node
+    cudaGraphNode_t test_nodes[2] = {};  // captured: the test's kernels' nodes
     auto queue = [&] {
       CK(cudaMemcpyAsync(a, x0, count * sizeof(int), cudaMemcpyDeviceToDevice, s));
       all_reduce<A>(comm, a, b, count, op::sum{}, s);
       all_reduce<A>(comm, b, a, count, op::sum{}, s);
       add_to_each<<<16, 256, 0, s>>>(a, count, me + 1);
-      cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
-      const cudaGraphNode_t* last = nullptr;
-      std::size_t nlast = 0;
-      CK(cudaStreamGetCaptureInfo(s, &capturing, nullptr, nullptr, &last, nullptr, &nlast));
-      if (capturing == cudaStreamCaptureStatusActive && nlast == 1) plain_add = last[0];
+      test_nodes[0] = last_captured(s);
       all_reduce<A>(comm, a, b, count, op::sum{}, s);
       launch_dependent_add(b, count, me + 1, s);
+      test_nodes[1] = last_captured(s);
       all_reduce<A>(comm, b, a, count, op::sum{}, s);
     };
     auto check = [&](const char* how) {
@@ -614,8 +621,7 @@ int chain_of_calls(nvcomm& comm, cudaStream_t s, int me, int n, std::uint64_t& s
         throw;
       }
       CK(cudaStreamEndCapture(s, &graph));
-      // Each kernel that follows a kernel but the test's plain add_to_each (a collcomm call, or the
-      // test's programmatic kernel) must hang on a programmatic edge: else the launches were not.
+      // The edges from a kernel to a call (a node that is none of the test's kernels).
       std::size_t edges = 0;
       CK(cudaGraphGetEdges(graph, nullptr, nullptr, nullptr, &edges));
       std::vector<cudaGraphNode_t> from(edges), to(edges);
@@ -626,17 +632,16 @@ int chain_of_calls(nvcomm& comm, cudaStream_t s, int me, int n, std::uint64_t& s
         CK(cudaGraphNodeGetType(node, &type));
         return type == cudaGraphNodeTypeKernel;
       };
-      long long expected = 0, plain = 0;
+      long long to_calls = 0, wrong = 0;
       for (std::size_t e = 0; e < edges; ++e) {
-        if (to[e] == plain_add || !is_kernel(from[e]) || !is_kernel(to[e])) continue;
-        ++expected;
-        if (kind_of[e].type != cudaGraphDependencyTypeProgrammatic) ++plain;
+        if (to[e] == test_nodes[0] || to[e] == test_nodes[1] || !is_kernel(from[e]) || !is_kernel(to[e])) continue;
+        ++to_calls;
+        if ((kind_of[e].type == cudaGraphDependencyTypeProgrammatic) != programmatic) ++wrong;
       }
-      if (plain_add == nullptr || expected == 0 || plain != 0) {
-        report(
-            "FAIL chain %s n=%d count=%lld: %lld of %lld edges from a kernel to a dependent kernel are not "
-            "programmatic",
-            A::name, n, static_cast<long long>(count), plain, expected);
+      kernel_to_call += to_calls;
+      if (!test_nodes[0] || !test_nodes[1] || wrong != 0) {
+        report("FAIL chain %s n=%d count=%lld: %lld of %lld edges from a kernel to a call are %s", A::name, n,
+               static_cast<long long>(count), wrong, to_calls, programmatic ? "not programmatic" : "programmatic");
         ++failures;
       }
       CK(cudaGraphInstantiate(&exec, graph, 0));
@@ -661,23 +666,28 @@ int chain_of_calls(nvcomm& comm, cudaStream_t s, int me, int n, std::uint64_t& s
     cudaFree(x0);
     if (failures) break;
   }
+  if (failures == 0 && kernel_to_call == 0) {  // an algorithm that would not check the launches
+    report("FAIL chain %s n=%d: no call followed a kernel in the graphs", A::name, n);
+    ++failures;
+  }
   return failures;
 }
 
-int scenario_chain(bootstrap::tcp& boot) {
+int scenario_chain(bootstrap::tcp& boot, bool programmatic) {
   const int me = boot.rank(), n = boot.size();
   gpu::options o;
   o.timeout = 20s;
-  o.programmatic_launch = true;
+  o.programmatic_launch = programmatic;
   ::unsetenv("COLLCOMM_GPU_PROGRAMMATIC_LAUNCH");  // which would override it
   nvcomm comm(boot, 0, o);
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   std::uint64_t seed = env_u64("COLLCOMM_TEST_SEED");
-  int failures = chain_of_calls<algo::automatic<>>(comm, s, me, n, seed);
-  failures += chain_of_calls<algo::one_shot>(comm, s, me, n, seed);
-  failures += chain_of_calls<algo::ring>(comm, s, me, n, seed);
-  report("rank %d of %d: chains of dependent calls (automatic, one_shot, ring; 3 counts), %d failed", me, n, failures);
+  int failures = chain_of_calls<algo::automatic<>>(comm, s, me, n, programmatic, seed);
+  failures += chain_of_calls<algo::one_shot>(comm, s, me, n, programmatic, seed);
+  failures += chain_of_calls<algo::ring>(comm, s, me, n, programmatic, seed);
+  report("rank %d of %d: chains of dependent calls (automatic, one_shot, ring; 3 counts; launches %s), %d failed", me,
+         n, programmatic ? "programmatic" : "plain", failures);
   cudaStreamDestroy(s);
   return failures == 0 ? 0 : 1;
 }
@@ -1172,7 +1182,9 @@ int child_main(const std::string& scenario) {
     else if (scenario == "pushed_wrap")
       code = scenario_pushed_wrap(boot);
     else if (scenario == "chain")
-      code = scenario_chain(boot);
+      code = scenario_chain(boot, true);
+    else if (scenario == "chain_plain")
+      code = scenario_chain(boot, false);
     else if (scenario == "kill")
       code = scenario_kill<nvcomm>(boot, gpu::options{});
     else if (scenario == "split")
@@ -1327,6 +1339,12 @@ TEST_CASE("mp: calls that depend on each other, queued back to back, N = 2, 3, 8
   for (int n : {2, 3, 8}) {
     const auto shm0 = collcomm_shm();
     expect_all(run_ranks(n, "chain", fresh("chain"), 120s), ("chain n=" + std::to_string(n)).c_str());
+    CHECK(collcomm_shm() == shm0);
+  }
+  // Launched plainly (options::programmatic_launch = false), among 2 and 8.
+  for (int n : {2, 8}) {
+    const auto shm0 = collcomm_shm();
+    expect_all(run_ranks(n, "chain_plain", fresh("chain_plain"), 120s), ("chain_plain n=" + std::to_string(n)).c_str());
     CHECK(collcomm_shm() == shm0);
   }
 }

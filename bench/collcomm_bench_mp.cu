@@ -75,6 +75,7 @@ constexpr bool may_load_peers() {
 struct mp_settings : bench::settings {
   std::string transport = "nvlink";
   int hosts = 0;  // -T net: pretend hosts (0: every rank its real host)
+  int threads = 512;  // -t: threads per block: 512, or 1024 for one_shot
   mp_settings() {
     max_bytes = std::size_t{1} << 30;
     factor = 4;
@@ -125,7 +126,7 @@ std::vector<T> gather(bootstrap::tcp& boot, T mine) {
   return all;
 }
 
-template <class K, class A, class Comm>
+template <class K, class A, class Comm, class Tu = tuning<>>
 int run(const mp_settings& st) {
   // net: the kernels' FIFOs in pinned host memory as pcie's, a proxy thread per rank moving them
   // over loopback TCP: the PCIe columns mean the same.
@@ -190,16 +191,16 @@ int run(const mp_settings& st) {
     COLLCOMM_BENCH_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     // Every rank loads its kernel before any rank launches one (gpu::preload says why).
     if constexpr (net)
-      gpu::preload_composition<K, A, float, Op, tuning<>, transport::pcie_staged>();
+      gpu::preload_composition<K, A, float, Op, Tu, transport::pcie_staged>();
     else
-      gpu::preload(comm, [&] { bench::call_collective<K, A>(comm, in, out, index_t{0}, Op{}, s); });
+      gpu::preload(comm, [&] { bench::call_collective<K, A, Tu>(comm, in, out, index_t{0}, Op{}, s); });
     boot.barrier();
     bench::event_timer timer;
     if (me == 0 && !pcie) {
       std::printf(
-          "# %s %s f32 sum processes=%d (one GPU, nvlink IPC) channels=%d slot_bytes=%zu iters=%d graph=%d "
-          "copy_bw=%.1f GB/s\n",
-          K::name, A::name, n, ro.channels, ro.slot_bytes, st.iters, st.graph, copy_bw / 1e9);
+          "# %s %s f32 sum processes=%d (one GPU, nvlink IPC) channels=%d slot_bytes=%zu threads=%d iters=%d "
+          "graph=%d copy_bw=%.1f GB/s\n",
+          K::name, A::name, n, ro.channels, ro.slot_bytes, Tu::threads, st.iters, st.graph, copy_bw / 1e9);
       bench::print_table_header(bench::text("%6s", "mem%"));
     } else if (me == 0) {
       std::printf(
@@ -226,7 +227,7 @@ int run(const mp_settings& st) {
       if constexpr (net) base.topo = &comm.hosts().view();
       const index_t in_n = input_elems<K>(base), out_n = output_elems<K>(base);
       if constexpr (is_automatic<A> && !pcie) {  // the arm automatic takes, where it changes
-        const std::string arm = bench::arm_of<K, A, tuning<>, transport::nvlink, float, Op>(comm.facts(), count, false);
+        const std::string arm = bench::arm_of<K, A, Tu, transport::nvlink, float, Op>(comm.facts(), count, false);
         if (me == 0 && arm != last_arm) std::printf("# automatic from %zu B: %s\n", bytes, arm.c_str());
         last_arm = arm;
       }
@@ -245,13 +246,13 @@ int run(const mp_settings& st) {
         fill<<<264, 512, 0, s>>>(cin, in_n, me);
         COLLCOMM_BENCH_CUDA(cudaStreamSynchronize(s));
         boot.barrier();
-        for (int i = 0; i < st.warmup; ++i) bench::call_collective<K, A>(comm, cin, cout, count, Op{}, s);
+        for (int i = 0; i < st.warmup; ++i) bench::call_collective<K, A, Tu>(comm, cin, cout, count, Op{}, s);
         COLLCOMM_BENCH_CUDA(cudaStreamSynchronize(s));
         boot.barrier();
         cudaGraphExec_t exec = nullptr;
         if (st.graph) {
           COLLCOMM_BENCH_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-          for (int i = 0; i < iters; ++i) bench::call_collective<K, A>(comm, cin, cout, count, Op{}, s);
+          for (int i = 0; i < iters; ++i) bench::call_collective<K, A, Tu>(comm, cin, cout, count, Op{}, s);
           cudaGraph_t graph = nullptr;
           COLLCOMM_BENCH_CUDA(cudaStreamEndCapture(s, &graph));
           COLLCOMM_BENCH_CUDA(cudaGraphInstantiate(&exec, graph, 0));
@@ -266,7 +267,7 @@ int run(const mp_settings& st) {
         if (exec)
           COLLCOMM_BENCH_CUDA(cudaGraphLaunch(exec, s));
         else
-          for (int i = 0; i < iters; ++i) bench::call_collective<K, A>(comm, cin, cout, count, Op{}, s);
+          for (int i = 0; i < iters; ++i) bench::call_collective<K, A, Tu>(comm, cin, cout, count, Op{}, s);
         const double mine = timer.stop(s, iters);
         if (exec) cudaGraphExecDestroy(exec);
         comm.check();
@@ -279,7 +280,7 @@ int run(const mp_settings& st) {
           if (place == 0) COLLCOMM_BENCH_CUDA(cudaMemsetAsync(out, 0xA5, out_n * sizeof(float), s));
           COLLCOMM_BENCH_CUDA(cudaStreamSynchronize(s));
           boot.barrier();
-          bench::call_collective<K, A>(comm, cin, cout, count, Op{}, s);
+          bench::call_collective<K, A, Tu>(comm, cin, cout, count, Op{}, s);
           count_wrong<K><<<264, 512, 0, s>>>(cout, out_n, me, n, count, 0, wrong);
           unsigned long long h = 0;
           COLLCOMM_BENCH_CUDA(cudaMemcpyAsync(&h, wrong, sizeof h, cudaMemcpyDeviceToHost, s));
@@ -309,7 +310,7 @@ int run(const mp_settings& st) {
             bench::print_placement(us, algbw, busbw, own, w, last);
           } else {
             // automatic: the arm's (its algorithm, protocol and channels)
-            const double traffic = bench::modeled_traffic<K, A, tuning<>, float, Op>(comm.facts(), base, ro, place == 1);
+            const double traffic = bench::modeled_traffic<K, A, Tu, float, Op>(comm.facts(), base, ro, place == 1);
             const double mem = traffic / (us * 1e-6) / copy_bw;
             bench::print_placement(us, algbw, busbw, bench::text("%5.0f%%", mem * 100), w, last);
           }
@@ -337,6 +338,8 @@ int run_algo(const mp_settings& st) {
     if (st.algo == "tree") return run<K, algo::tree, Comm>(st);
   // Direct algorithms load peers' buffers: not over pcie_staged (they do not compile there).
   if constexpr (std::is_same_v<K, kind::all_reduce> && Comm::transport_type::load_store) {
+    if (st.algo == "one_shot" && st.threads == 1024)
+      return run<K, algo::one_shot, Comm, tuning<protocol::simple, 0, 0, 1024>>(st);
     if (st.algo == "one_shot") return run<K, algo::one_shot, Comm>(st);
     if (st.algo == "two_shot") return run<K, algo::two_shot, Comm>(st);
     if (st.algo == "automatic") return run<K, algo::automatic<>, Comm>(st);  // tables/nvlink.hpp's choice
@@ -399,14 +402,19 @@ int main(int argc, char** argv) {
                     "transport: nvlink (CUDA IPC), pcie (staged through POSIX shared memory) or net (net<socket>, "
                     "a proxy per rank over loopback TCP)"},
                    {"-G", &st.graph, "1: replay the -i calls from a CUDA graph in each process"},
+                   {"-t", &st.threads, "threads per block: 512, or 1024 for -a one_shot (the kernels built)"},
                    {"-H", &st.hosts,
                     "-T net: the ranks pretend to be this many hosts of consecutive ranks (ranks of one host "
                     "through GPU memory)"},
                });
   bench::parse_flags(argc, argv, flags,
                      "collcomm_bench_mp -n PROCESSES -k KIND -a ALGO -b MIN -e MAX -f FACTOR [-w WARMUP] [-i CALLS] "
-                     "[-c 0|1] [-C CHANNELS] [-S SLOT_BYTES] [-T nvlink|pcie|net] [-G 0|1] [-H HOSTS]");
+                     "[-c 0|1] [-C CHANNELS] [-S SLOT_BYTES] [-T nvlink|pcie|net] [-G 0|1] [-H HOSTS] [-t THREADS]");
   bench::check_settings(st);
+  if (st.threads != 512 && (st.threads != 1024 || st.algo != "one_shot" || st.transport != "nvlink")) {
+    std::fprintf(stderr, "collcomm_bench_mp: -t is 512, or 1024 for -a one_shot over nvlink, not %d\n", st.threads);
+    return 1;
+  }
   if (st.transport != "nvlink" && st.transport != "pcie" && st.transport != "net") {
     std::fprintf(stderr, "collcomm_bench_mp: -T %s is not one of nvlink, pcie, net\n", st.transport.c_str());
     return 1;

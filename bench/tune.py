@@ -91,8 +91,10 @@ PCIE_ARMS = {
     "reduce": _PCIE_RING + _PCIE_TREE,
 }
 # Processes on one GPU (collcomm_bench_mp, under MPS): small one_shot calls go pushed
-# (transport::pushes), each channel's range in a block of its own, so the channel count is the arm.
-MP_ARMS = {"all_reduce": [("one_shot", "simple", c, 0) for c in (1, 2, 4, 8, 0)]}
+# (transport::pushes), each channel's range in a block of its own, so the channel count is the arm;
+# and its threads: 1024 take twice the (peer, line) pairs of a channel before a thread has two.
+MP_ARMS = {"all_reduce": [("one_shot", "simple", c, 0) for c in (1, 2, 4, 8, 0)] +
+           [("one_shot", "simple", c, 0, 1024) for c in (1, 2, 4, 0)]}
 HEADERS = {"gpu": "include/collcomm/tables/nvlink.hpp", "host": "include/collcomm/tables/host_shm.hpp",
            "pcie": "include/collcomm/tables/pcie_staged.hpp"}
 # The table's name (tables::NAME, collcomm/tables/NAME.hpp) and what it is for, per mode.
@@ -218,6 +220,8 @@ def mp_sweep(args, kind, ranks, arm, log):
     algo, proto, ch, sb, th = fields(arm)
     cmd = [args.bench, "-n", str(ranks), "-k", kind, "-a", algo, "-C", str(ch), "-b", "8", "-e", args.max_bytes,
            "-f", str(args.factor), "-G", "1" if args.graph else "0", "-w", "50", "-i", "200"]
+    if th != 512:
+        cmd += ["-t", str(th)]
     res = {}
     for line in run(cmd, args.dry_run, log).splitlines():
         f = line.split()

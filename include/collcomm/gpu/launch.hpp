@@ -14,10 +14,10 @@
 // them from one capturing stream: gpu::capture_group in gpu/capture.hpp). launch_mode::per_rank
 // launches each rank alone, for a world with one rank per GPU.
 //
-// With options::programmatic_launch, a rank that launches alone (a world of processes, or one
-// rank per GPU) launches as a programmatic dependent of its stream's previous kernel: the
-// kernel waits on the GPU, before its first load or store, for the previous one to complete, so
-// that its placement overlaps the previous kernel's end; a pushed call lets the next kernel be
+// With options::programmatic_launch (the default), a rank that launches alone (a world of
+// processes, or one rank per GPU) launches as a programmatic dependent of its stream's previous
+// kernel: the kernel waits on the GPU, before its first load or store, for the previous one to
+// complete, so that its placement overlaps the previous kernel's end; a pushed call lets the next kernel be
 // placed once it has met its peers (kernels/pushed_call.cuh). A kernel of the user's launched
 // programmatically after a collcomm call must execute cudaGridDependencySynchronize before it ends
 // (as CUDA asks of every programmatic dependent): the next call's wait orders it behind that

@@ -19,9 +19,10 @@
 // kernel: the kernel waits on the GPU, before its first load or store, for the previous one to
 // complete, so that its placement overlaps the previous kernel's end; a pushed call lets the next kernel be
 // placed once it has met its peers (kernels/pushed_call.cuh). A kernel of the user's launched
-// programmatically after a collcomm call must execute cudaGridDependencySynchronize before it ends
-// (as CUDA asks of every programmatic dependent): the next call's wait orders it behind that
-// kernel only, and so behind the call before it only through that kernel's own wait.
+// programmatically after a collcomm call must execute cudaGridDependencySynchronize before it ends,
+// even one that reads nothing the call wrote (CUDA allows it to skip the wait; collcomm does not):
+// the next call's wait orders it behind that kernel only, and so behind the call before it only
+// through that kernel's own wait — without it two calls of one rank could run at once.
 #pragma once
 
 #include <collcomm/detail/cuda.hpp>

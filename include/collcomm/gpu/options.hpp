@@ -55,7 +55,8 @@ struct options : common_options {
   // kernels as programmatic dependents of the stream's previous kernel (kernels built for compute
   // capability 9.0 or later): a kernel is placed while the previous one ends and waits, before its
   // first load or store, for it to complete and its writes to be visible (gpu/launch.hpp; a
-  // user's kernel launched programmatically between two calls must wait so too). Among 8
+  // user's kernel launched programmatically between two calls must execute
+  // cudaGridDependencySynchronize too, even one that reads nothing the call wrote). Among 8
   // processes on an H100 it takes 0.9 µs off a small all_reduce replayed from a graph and 8 µs off
   // one launched on a stream (bench/RESULTS.md).
   bool programmatic_launch = true;
